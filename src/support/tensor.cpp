@@ -1,0 +1,140 @@
+#include "support/tensor.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace kiln {
+
+int64_t numelOf(const Shape64 &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shapeToString(const Shape64 &shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+Shape64 stridesOf(const Shape64 &shape) {
+  Shape64 strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+namespace {
+// 64-byte alignment so that vector code and mmap-style views line up.
+std::shared_ptr<void> allocateZeroed(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void *p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+}
+} // namespace
+
+Tensor::Tensor(DType dtype, Shape64 shape) : dtype_(dtype), shape_(std::move(shape)), defined_(true) {
+  if (dtype_ == DType::String) {
+    strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel()));
+    data_ = strings_->data();
+    return;
+  }
+  owner_ = allocateZeroed(byteSize());
+  data_ = owner_.get();
+}
+
+Tensor Tensor::view(DType dtype, Shape64 shape, std::shared_ptr<const void> owner,
+                    const void *data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.defined_ = true;
+  t.owner_ = std::const_pointer_cast<void>(owner);
+  t.data_ = const_cast<void *>(data);
+  return t;
+}
+
+const void *Tensor::raw() const { return data_; }
+void *Tensor::mutableRaw() { return data_; }
+
+Tensor Tensor::reshaped(Shape64 shape) const {
+  assert(numelOf(shape) == numel());
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (dtype_ == DType::String)
+    *t.strings_ = *strings_;
+  else if (byteSize())
+    std::memcpy(t.data_, data_, byteSize());
+  return t;
+}
+
+double Tensor::getDouble(int64_t i) const {
+  return visitDType(dtype_, [&](auto tag) -> double {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::string>)
+      return 0.0;
+    else
+      return static_cast<double>(data<T>()[i]);
+  });
+}
+
+int64_t Tensor::getInt(int64_t i) const {
+  return visitDType(dtype_, [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::string>)
+      return 0;
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      return static_cast<int64_t>(static_cast<float>(data<T>()[i]));
+    else
+      return static_cast<int64_t>(data<T>()[i]);
+  });
+}
+
+void Tensor::setDouble(int64_t i, double v) {
+  visitDType(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::string>)
+      return;
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      data<T>()[i] = T(static_cast<float>(v));
+    else
+      data<T>()[i] = static_cast<T>(v);
+  });
+}
+
+void Tensor::setInt(int64_t i, int64_t v) {
+  visitDType(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, std::string>)
+      return;
+    else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+      data<T>()[i] = T(static_cast<float>(v));
+    else
+      data<T>()[i] = static_cast<T>(v);
+  });
+}
+
+bool Tensor::identical(const Tensor &o) const {
+  if (defined_ != o.defined_ || dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  if (!defined_) return true;
+  if (dtype_ == DType::String) {
+    for (int64_t i = 0; i < numel(); ++i)
+      if (data<std::string>()[i] != o.data<std::string>()[i]) return false;
+    return true;
+  }
+  return byteSize() == 0 || std::memcmp(data_, o.data_, byteSize()) == 0;
+}
+
+} // namespace kiln

@@ -1,0 +1,110 @@
+// `kiln run MODEL`: runs a model on the given or seeded random inputs and
+// prints every output's name, dtype, shape and a short summary.
+#include "cli.h"
+#include "commands.h"
+#include "inputs.h"
+
+#include "interp/interpreter.h"
+#include "support/npy.h"
+
+#include <filesystem>
+#include <iostream>
+
+namespace kiln::cli {
+
+namespace {
+
+const char *kHelp = R"(usage: kiln run MODEL [options]
+
+Runs MODEL (.onnx or .kir) and prints each output's name, dtype, shape and
+summary. Inputs not given are filled with seeded random values of the right
+dtype and shape (floats in [-1, 1), integers in [0, 10)).
+
+options:
+  --input NAME=FILE.npy   use this tensor for input NAME (repeatable)
+  --dim NAME=VALUE        size of symbolic dim NAME (default 1; repeatable)
+  --seed N                seed for random inputs (default 0)
+  --output-dir DIR        also write each output to DIR/<name>.npy (bytes
+                          outside [A-Za-z0-9._-] in names become '_'; a
+                          repeated file name gets "__2", "__3"...)
+  --target interp         where to run (interp: the reference interpreter)
+)";
+
+Expected<InputSpec> inputSpecFrom(const Args &args) {
+  InputSpec spec;
+  for (const std::string &s : args.values("input")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "input"));
+    spec.files[kv.first] = kv.second;
+  }
+  for (const std::string &s : args.values("dim")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "dim"));
+    char *end = nullptr;
+    long long v = std::strtoll(kv.second.c_str(), &end, 10);
+    if (kv.second.empty() || *end || v < 0)
+      return makeError("--dim ", kv.first, ": '", kv.second, "' is not a non-negative integer");
+    spec.dims[kv.first] = v;
+  }
+  if (auto seed = args.value("seed")) {
+    char *end = nullptr;
+    spec.seed = std::strtoull(seed->c_str(), &end, 10);
+    if (seed->empty() || *end) return makeError("--seed: '", *seed, "' is not an integer");
+  }
+  return spec;
+}
+
+Status writeOutput(const std::string &dir, const std::string &name, const std::string &file,
+                   const RtValue &v) {
+  if (!v.isTensor()) return makeError("output '", name, "' is a ", v.describe(), ", not a tensor");
+  return writeNpy((std::filesystem::path(dir) / (file + ".npy")).string(), v.tensor);
+}
+
+} // namespace
+
+int runCommand(const std::vector<std::string> &argv) {
+  auto args = Args::parse(argv, {"input", "dim", "seed", "output-dir", "target"}, {"help"});
+  if (!args.ok()) return fail("run", args.error());
+  if (args->flag("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (args->positional().size() != 1) return fail("run", Error{"expects one MODEL argument"});
+  std::string target = args->value("target").value_or("interp");
+  if (target != "interp")
+    return fail("run", makeError("unknown target '", target, "' (available: interp)"));
+
+  auto spec = inputSpecFrom(*args);
+  if (!spec.ok()) return fail("run", spec.error());
+  auto model = loadModel(args->positional()[0]);
+  if (!model.ok()) return fail("run", model.error());
+  const Graph &graph = *model->graph;
+  auto inputs = prepareInputs(graph, *spec);
+  if (!inputs.ok()) return fail("run", inputs.error());
+
+  Interpreter interp;
+  auto outputs = interp.run(graph, std::move(*inputs));
+  if (!outputs.ok()) return fail("run", outputs.error());
+
+  auto dir = args->value("output-dir");
+  if (dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    if (ec) return fail("run", makeError(*dir, ": cannot create directory: ", ec.message()));
+  }
+  std::vector<std::string> names;
+  for (Value *o : graph.outputs()) names.push_back(o->name());
+  std::vector<std::string> files = outputFileNames(names);
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    const std::string &name = names[i];
+    const RtValue &v = (*outputs)[i];
+    if (v.isTensor())
+      std::cout << name << " " << dtypeName(v.tensor.dtype()) << shapeToString(v.tensor.shape())
+                << " " << summarize(v.tensor) << "\n";
+    else
+      std::cout << name << " " << v.describe() << "\n";
+    if (dir)
+      if (Status s = writeOutput(*dir, name, files[i], v); !s.ok()) return fail("run", s.error());
+  }
+  return 0;
+}
+
+} // namespace kiln::cli

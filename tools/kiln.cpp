@@ -1,0 +1,38 @@
+// The kiln command-line tool: one binary, one subcommand per job.
+#include "commands.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *kUsage = R"(usage: kiln <command> [options]
+
+kiln compiles and runs ML models. Commands:
+  run          run a model on given or random inputs and print its outputs
+  inspect      show a model's inputs, outputs, ops, opsets and parameters
+  opt          parse a .kir file, run passes, print it
+  conformance  run ONNX backend test cases and compare with their outputs
+
+Run `kiln <command> --help` for a command's options.
+)";
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 1 : 0;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  using namespace kiln::cli;
+  if (cmd == "run") return runCommand(args);
+  if (cmd == "inspect") return inspectCommand(args);
+  if (cmd == "opt") return optCommand(args);
+  if (cmd == "conformance") return conformanceCommand(args);
+  std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
+  return 1;
+}
