@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for
-# FUZZ_SECONDS (default 60) on a seed corpus; then replays the checked-in
-# regression inputs. Exit status is non-zero on any crash.
+# Builds the libFuzzer targets with clang (ASan + UBSan), replays the
+# checked-in regression inputs (every crash found so far), then runs each
+# fuzzer for FUZZ_SECONDS (default 60) on a seed corpus: the ONNX node-test
+# models for the importer, tests/lit/ir/*.kir for the IR parser. Exit status
+# is non-zero on any crash.
 #   scripts/fuzz.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,21 +11,34 @@ build=${1:-build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 cc=$(command -v clang-19 || command -v clang)
 cxx=$(command -v clang++-19 || command -v clang++)
+export CCACHE_BASEDIR="$PWD"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DKILN_BUILD_FUZZERS=ON -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j2 onnx_import_fuzzer
+ninja -C "$build" -j2 onnx_import_fuzzer ir_parser_fuzzer
 
-seeds="$build/fuzz-seeds/onnx"
-if [ ! -d "$seeds" ]; then
-  mkdir -p "$seeds"
+seeds="$build/fuzz-seeds"
+if [ ! -d "$seeds/onnx_import" ]; then
+  mkdir -p "$seeds/onnx_import" "$seeds/ir_parser"
   for m in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
-    cp "$m" "$seeds/$(basename "$(dirname "$m")").onnx"
+    cp "$m" "$seeds/onnx_import/$(basename "$(dirname "$m")").onnx"
   done
 fi
-# Regression inputs: every crash found so far, replayed first.
-"$build/fuzz/onnx_import_fuzzer" -runs=0 fuzz/regressions/onnx_import/* 2>&1 | tail -n 2
-work="$build/fuzz-work/onnx"
-mkdir -p "$work"
-"$build/fuzz/onnx_import_fuzzer" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 \
-  -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/" "$work" "$seeds" 2>&1 | tail -n 12
+cp tests/lit/ir/*.kir "$seeds/ir_parser/"
+
+# fuzz NAME: replay regressions, then explore for $seconds.
+fuzz() {
+  local name=$1 bin="$build/fuzz/${1}_fuzzer"
+  echo "== $name: regression inputs"
+  "$bin" -runs=0 fuzz/regressions/"$name"/* 2>&1 | grep -E "Running:|Executed|ERROR" | tail -n 2
+  echo "== $name: fuzzing for ${seconds}s"
+  mkdir -p "$build/fuzz-work/$name"
+  "$bin" -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="$build/$name-" \
+    "$build/fuzz-work/$name" "$seeds/$name" >"$build/$name.log" 2>&1 ||
+    { tail -n 40 "$build/$name.log"; echo "fuzz: $name found a crash (see above)"; return 1; }
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/$name.log"
+}
+fuzz onnx_import
+fuzz ir_parser
+echo "fuzz: no crashes"

@@ -166,7 +166,10 @@ std::string jsonEscape(const std::string &s) {
 
 } // namespace
 
-int conformanceCommand(const std::vector<std::string> &argv) {
+int conformanceCommand(const std::vector<std::string> &rawArgs) {
+  std::vector<std::string> argv = rawArgs;
+  for (std::string &a : argv)
+    if (a == "-v") a = "--verbose";
   auto args = Args::parse(argv, {"expected", "filter", "timeout", "target"},
                           {"help", "json", "verbose"});
   if (!args.ok()) return fail("conformance", args.error());

@@ -89,7 +89,8 @@ std::vector<std::vector<const Value *>> valuesReadPerNode(const Graph &graph) {
     std::unordered_set<const Value *> read;
     for (Value *v : n->inputs())
       if (v) read.insert(v);
-    std::vector<const Graph *> stack(n->regions().begin(), n->regions().end());
+    std::vector<Graph *> regions = n->regions();
+    std::vector<const Graph *> stack(regions.begin(), regions.end());
     while (!stack.empty()) {
       const Graph *r = stack.back();
       stack.pop_back();
@@ -137,6 +138,11 @@ Expected<std::vector<RtValue>> Interpreter::runGraph(const Graph &graph,
       if (!rv)
         return makeError(node.describe(), ": input ", i, " ('", v->name(),
                          "') has no value (read before it is defined)");
+      // Kernels read tensor inputs with ctx.in(i); a sequence or optional
+      // where the IR says tensor must be an error, not a crash.
+      if (v->type().isTensor() && !rv->isTensor())
+        return makeError(node.describe(), ": input ", i, " ('", v->name(), "') is a ",
+                         rv->describe(), ", expected a tensor");
       args.push_back(rv);
     }
 

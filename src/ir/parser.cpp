@@ -5,6 +5,7 @@
 
 #include "ir/printer.h"
 
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -48,9 +49,16 @@ enum class Tok : uint8_t {
 struct Token {
   Tok kind = Tok::End;
   std::string text;
-  int line = 1;
-  int col = 1;
+  int64_t line = 1;
+  int64_t col = 1;
 };
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 class Lexer {
 public:
@@ -132,20 +140,31 @@ private:
     take(); // the opening quote
     t.kind = Tok::String;
     for (;;) {
+      // Plain runs are copied at once: hex tensor data can be megabytes.
+      size_t end = pos_;
+      while (end < src_.size() && src_[end] != '"' && src_[end] != '\\' && src_[end] != '\n') ++end;
+      t.text.append(src_.substr(pos_, end - pos_));
+      col_ += static_cast<int64_t>(end - pos_);
+      pos_ = end;
       if (atEnd() || src_[pos_] == '\n') return fail(std::move(t), "unterminated string");
-      char c = take();
-      if (c == '"') return t;
-      if (c != '\\') {
-        t.text += c;
-        continue;
-      }
+      if (take() == '"') return t;
       char e = atEnd() ? '\0' : take();
       switch (e) {
-      case '"': t.text += '"'; break;
-      case '\\': t.text += '\\'; break;
-      case 'n': t.text += '\n'; break;
-      case 't': t.text += '\t'; break;
-      case 'r': t.text += '\r'; break;
+      case '"':
+        t.text += '"';
+        break;
+      case '\\':
+        t.text += '\\';
+        break;
+      case 'n':
+        t.text += '\n';
+        break;
+      case 't':
+        t.text += '\t';
+        break;
+      case 'r':
+        t.text += '\r';
+        break;
       case 'x': {
         int hi = hexDigit(peek(0)), lo = hexDigit(peek(1));
         if (hi < 0 || lo < 0) return fail(std::move(t), "bad \\x escape in string");
@@ -154,7 +173,8 @@ private:
         t.text += static_cast<char>(hi * 16 + lo);
         break;
       }
-      default: return fail(std::move(t), "unknown escape in string");
+      default:
+        return fail(std::move(t), "unknown escape in string");
       }
     }
   }
@@ -200,19 +220,10 @@ private:
     return fail(std::move(t), strCat("unexpected byte 0x", kHex[u >> 4], kHex[u & 15]));
   }
 
-public:
-  static int hexDigit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  }
-
-private:
   std::string_view src_;
   size_t pos_ = 0;
-  int line_ = 1;
-  int col_ = 1;
+  int64_t line_ = 1;
+  int64_t col_ = 1;
 };
 
 // ---- Scalars -----------------------------------------------------------------
@@ -221,14 +232,14 @@ private:
 // type is known, so that each type converts (and rounds) exactly once.
 struct Scalar {
   enum class Kind : uint8_t { Int, Float, String, Bool } kind = Kind::Int;
-  std::string text;       // number text or string contents
-  bool negative = false;  // for -inf, -nan
-  bool inf = false;       // inf or -inf
-  bool nan = false;       // nan, -nan or nan(0xBITS)
-  bool hasBits = false;   // nan(0xBITS)
+  std::string text;      // number text or string contents
+  bool negative = false; // for -inf, -nan
+  bool inf = false;      // inf or -inf
+  bool nan = false;      // nan, -nan or nan(0xBITS)
+  bool hasBits = false;  // nan(0xBITS)
   uint64_t bits = 0;
   bool boolean = false;
-  int line = 0, col = 0;
+  int64_t line = 0, col = 0;
 };
 
 bool isIntegerText(std::string_view s) {
@@ -246,13 +257,14 @@ template <class I> bool parseInteger(std::string_view s, I &out, int base = 10) 
 
 // Bit layout of a floating-point element type, for NaN payloads.
 struct FloatFormat {
+  const char *name;
   int bits;
   uint64_t expMask, mantMask, canonicalNan;
 };
-constexpr FloatFormat kF16{16, 0x7c00, 0x3ff, 0x7e00};
-constexpr FloatFormat kBF16{16, 0x7f80, 0x7f, 0x7fc0};
-constexpr FloatFormat kF32{32, 0x7f800000, 0x7fffff, 0x7fc00000};
-constexpr FloatFormat kF64{64, 0x7ff0000000000000, 0xfffffffffffff, 0x7ff8000000000000};
+constexpr FloatFormat kF16{"f16", 16, 0x7c00, 0x3ff, 0x7e00};
+constexpr FloatFormat kBF16{"bf16", 16, 0x7f80, 0x7f, 0x7fc0};
+constexpr FloatFormat kF32{"f32", 32, 0x7f800000, 0x7fffff, 0x7fc00000};
+constexpr FloatFormat kF64{"f64", 64, 0x7ff0000000000000, 0xfffffffffffff, 0x7ff8000000000000};
 
 // A converted scalar, or the message saying why it does not fit.
 struct Bad {
@@ -274,9 +286,9 @@ Converted<uint64_t> nanBits(const Scalar &s, const FloatFormat &f) {
 template <class F> Converted<F> toFloat(const Scalar &s) {
   constexpr const FloatFormat &format = sizeof(F) == 4 ? kF32 : kF64;
   using Bits = std::conditional_t<sizeof(F) == 4, uint32_t, uint64_t>;
-  if (s.kind != Scalar::Kind::Int && s.kind != Scalar::Kind::Float)
-    return Bad{"expected a number"};
-  if (s.inf) return s.negative ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::infinity();
+  if (s.kind != Scalar::Kind::Int && s.kind != Scalar::Kind::Float) return Bad{"expected a number"};
+  if (s.inf)
+    return s.negative ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::infinity();
   if (s.nan) {
     Converted<uint64_t> bits = nanBits(s, format);
     if (auto *bad = std::get_if<Bad>(&bits)) return *bad;
@@ -285,7 +297,7 @@ template <class F> Converted<F> toFloat(const Scalar &s) {
   F v{};
   auto r = std::from_chars(s.text.data(), s.text.data() + s.text.size(), v);
   if (r.ec == std::errc::result_out_of_range)
-    return Bad{strCat("'", s.text, "' is out of range for ", sizeof(F) == 4 ? "f32" : "f64")};
+    return Bad{strCat("'", s.text, "' is out of range for ", format.name)};
   if (r.ec != std::errc() || r.ptr != s.text.data() + s.text.size())
     return Bad{strCat("'", s.text, "' is not a number")};
   return v;
@@ -301,7 +313,10 @@ template <class H> Converted<H> toHalf(const Scalar &s, const FloatFormat &forma
   }
   Converted<float> f = toFloat<float>(s);
   if (auto *bad = std::get_if<Bad>(&f)) return *bad;
-  return H(std::get<float>(f));
+  h = H(std::get<float>(f));
+  if (std::isfinite(std::get<float>(f)) && !std::isfinite(static_cast<float>(h)))
+    return Bad{strCat("'", s.text, "' is out of range for ", format.name)};
+  return h;
 }
 
 template <class I> Converted<I> toInteger(const Scalar &s) {
@@ -362,16 +377,21 @@ private:
 
   std::string found() const {
     switch (tok_.kind) {
-    case Tok::End: return "end of input";
-    case Tok::String: return "a string";
-    case Tok::Value: return "'%" + tok_.text + "'";
-    case Tok::GraphName: return "'@" + tok_.text + "'";
-    default: return "'" + tok_.text + "'";
+    case Tok::End:
+      return "end of input";
+    case Tok::String:
+      return "a string";
+    case Tok::Value:
+      return "'%" + tok_.text + "'";
+    case Tok::GraphName:
+      return "'@" + tok_.text + "'";
+    default:
+      return "'" + tok_.text + "'";
     }
   }
 
   // A lexer error at the current token wins over what the parser expected.
-  Error errorAt(int line, int col, const std::string &message) const {
+  Error errorAt(int64_t line, int64_t col, const std::string &message) const {
     return makeError(file_, ":", line, ":", col, ": ", message);
   }
   Error error(const std::string &message) const {
@@ -568,7 +588,9 @@ private:
     }
     KILN_RETURN_IF_ERROR(expect(Tok::Colon, "':' and the result types"));
     for (size_t i = 0; i < count; ++i) {
-      if (i) KILN_RETURN_IF_ERROR(expect(Tok::Comma, strCat("',' (", count, " results, ", count, " types)")));
+      if (i)
+        KILN_RETURN_IF_ERROR(
+            expect(Tok::Comma, strCat("',' (", count, " results, ", count, " types)")));
       KILN_ASSIGN_OR_RETURN(Type t, parseType(0));
       types.push_back(std::move(t));
     }
@@ -623,17 +645,19 @@ private:
       KILN_ASSIGN_OR_RETURN(float v, convert<float>(s));
       return Attribute::ofFloat(v);
     }
-    if (at(Tok::Ident)) {
+    if (at(Tok::Ident) && (atIdent("seq") || atIdent("opt") || dtypeFromName(tok_.text))) {
       KILN_ASSIGN_OR_RETURN(Type t, parseType(0));
       return Attribute::ofType(std::move(t));
     }
+    if (at(Tok::Ident))
+      return error("expected an attribute value, found " + found() + " (strings are quoted)");
     return error("expected an attribute value, found " + found());
   }
 
   Expected<Attribute> list(std::optional<AttrKind> hint) {
     std::optional<AttrKind> kind;
     if (at(Tok::Ident)) {
-      kind = tok_.text == "ints" ? AttrKind::Ints
+      kind = tok_.text == "ints"     ? AttrKind::Ints
              : tok_.text == "floats" ? AttrKind::Floats
                                      : AttrKind::Strings;
       advance();
@@ -646,11 +670,12 @@ private:
         anyString |= s.kind == Scalar::Kind::String;
         anyFloat |= s.kind == Scalar::Kind::Float;
       }
-      bool listHint = hint == AttrKind::Ints || hint == AttrKind::Floats || hint == AttrKind::Strings;
+      bool listHint =
+          hint == AttrKind::Ints || hint == AttrKind::Floats || hint == AttrKind::Strings;
       if (items.empty() && !listHint)
         return errorAt(open, "cannot tell the kind of an empty list; write ints [], floats [] "
                              "or strings []");
-      kind = anyString ? AttrKind::Strings
+      kind = anyString  ? AttrKind::Strings
              : anyFloat ? AttrKind::Floats
              : listHint ? *hint
                         : AttrKind::Ints;
@@ -807,18 +832,28 @@ private:
 
   Expected<Tensor> hexTensor(DType dt, Shape64 shape, int64_t numel) {
     if (dt == DType::String) return error("string tensors cannot be written as hex");
-    Token t = tok_;
+    int64_t line = tok_.line, col = tok_.col; // not the token: it holds the data
     KILN_ASSIGN_OR_RETURN(std::string hex, take(Tok::String, "the hex data string"));
     size_t bytes = static_cast<size_t>(numel) * dtypeSize(dt); // numel <= 2^48
     if (hex.size() != 2 * bytes)
-      return errorAt(t, strCat("hex data has ", hex.size(), " digits, expected ", 2 * bytes));
+      return errorAt(line, col,
+                     strCat("hex data has ", hex.size(), " digits, expected ", 2 * bytes));
     Tensor out(dt, std::move(shape));
     auto *p = static_cast<unsigned char *>(out.mutableRaw());
+    // A table, not hexDigit(): this loop decodes every weight of a model.
+    static const auto kDigit = [] {
+      std::array<int8_t, 256> t;
+      for (int c = 0; c < 256; ++c) t[c] = static_cast<int8_t>(hexDigit(static_cast<char>(c)));
+      return t;
+    }();
+    int8_t bad = 0;
     for (size_t i = 0; i < bytes; ++i) {
-      int hi = Lexer::hexDigit(hex[2 * i]), lo = Lexer::hexDigit(hex[2 * i + 1]);
-      if (hi < 0 || lo < 0) return errorAt(t, "hex data has a character that is not a hex digit");
+      int8_t hi = kDigit[static_cast<unsigned char>(hex[2 * i])];
+      int8_t lo = kDigit[static_cast<unsigned char>(hex[2 * i + 1])];
+      bad |= hi | lo; // negative once any digit is not hex
       p[i] = static_cast<unsigned char>(hi * 16 + lo);
     }
+    if (bad < 0) return errorAt(line, col, "hex data has a character that is not a hex digit");
     return out;
   }
 
@@ -864,7 +899,8 @@ private:
       return d;
     }
     Token t = tok_;
-    if (!at(Tok::Number)) return error("expected a dimension (number, ?, or symbol), found " + found());
+    if (!at(Tok::Number))
+      return error("expected a dimension (number, ?, or symbol), found " + found());
     KILN_ASSIGN_OR_RETURN(int64_t v, integer());
     if (v < 0) return errorAt(t, "dimension " + t.text + " is negative");
     return Dim(v);

@@ -36,11 +36,21 @@ std::string quoteString(std::string_view s) {
   for (char c : s) {
     auto u = static_cast<unsigned char>(c);
     switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    case '\r': out += "\\r"; break;
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
     default:
       if (u < 0x20 || u == 0x7f) {
         out += "\\x";
@@ -91,8 +101,7 @@ std::string f32Text(float v) {
   return std::isnan(v) ? nanText(std::bit_cast<uint32_t>(v), 0x7fc00000u) : floatText(v);
 }
 std::string f64Text(double v) {
-  return std::isnan(v) ? nanText(std::bit_cast<uint64_t>(v), 0x7ff8000000000000ull)
-                       : floatText(v);
+  return std::isnan(v) ? nanText(std::bit_cast<uint64_t>(v), 0x7ff8000000000000ull) : floatText(v);
 }
 std::string f16Text(Half h) {
   bool nan = (h.bits & 0x7c00u) == 0x7c00u && (h.bits & 0x3ffu) != 0;
@@ -104,14 +113,22 @@ std::string bf16Text(BFloat16 h) {
 }
 
 template <class T> std::string elementText(const T &v) {
-  if constexpr (std::is_same_v<T, std::string>) return quoteString(v);
-  else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-  else if constexpr (std::is_same_v<T, float>) return f32Text(v);
-  else if constexpr (std::is_same_v<T, double>) return f64Text(v);
-  else if constexpr (std::is_same_v<T, Half>) return f16Text(v);
-  else if constexpr (std::is_same_v<T, BFloat16>) return bf16Text(v);
-  else if constexpr (std::is_signed_v<T>) return std::to_string(static_cast<int64_t>(v));
-  else return std::to_string(static_cast<uint64_t>(v));
+  if constexpr (std::is_same_v<T, std::string>)
+    return quoteString(v);
+  else if constexpr (std::is_same_v<T, bool>)
+    return v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, float>)
+    return f32Text(v);
+  else if constexpr (std::is_same_v<T, double>)
+    return f64Text(v);
+  else if constexpr (std::is_same_v<T, Half>)
+    return f16Text(v);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return bf16Text(v);
+  else if constexpr (std::is_signed_v<T>)
+    return std::to_string(static_cast<int64_t>(v));
+  else
+    return std::to_string(static_cast<uint64_t>(v));
 }
 
 // ---- Names -------------------------------------------------------------------
@@ -137,12 +154,16 @@ public:
     scopes_.pop_back();
   }
 
-  // Values never defined in the printed text (dangling uses) still get a
-  // stable name so the output is readable; the verifier reports them.
+  // Values not defined in the printed graphs (outer values of a region
+  // printed alone, or dangling uses the verifier reports) keep their name if
+  // no printed value has it, so the text stays readable and unambiguous.
   const std::string &nameOf(const Value *v) {
     auto it = names_.find(v);
     if (it != names_.end()) return it->second;
-    return names_[v] = fresh(v ? v->name() : "");
+    std::string name = v->name();
+    if (name.empty() || assigned_.count(name)) name = fresh(name);
+    assigned_.insert(name);
+    return names_[v] = std::move(name);
   }
 
 private:
@@ -166,6 +187,7 @@ private:
     std::string name = v->name();
     if (name.empty() || visible(name)) name = fresh(name);
     scopes_.back().insert(name);
+    assigned_.insert(name);
     names_[v] = std::move(name);
   }
 
@@ -181,7 +203,8 @@ private:
   }
 
   std::unordered_set<std::string> raw_;
-  std::unordered_set<std::string> given_;
+  std::unordered_set<std::string> given_;    // fresh names handed out
+  std::unordered_set<std::string> assigned_; // every name handed out
   std::unordered_map<std::string, int64_t> counters_;
   std::vector<std::unordered_set<std::string>> scopes_;
   std::unordered_map<const Value *, std::string> names_;
@@ -221,8 +244,7 @@ public:
       out_ += (i ? ", " : "") + value(v) + ": " + (v ? printType(v->type()) : "f32[*]");
     }
     out_ += ") -> (";
-    for (size_t i = 0; i < g.outputs().size(); ++i)
-      out_ += (i ? ", " : "") + value(g.outputs()[i]);
+    for (size_t i = 0; i < g.outputs().size(); ++i) out_ += (i ? ", " : "") + value(g.outputs()[i]);
     out_ += ") {\n";
     for (const auto &n : g.nodes()) node(*n, indent + 2);
     out_ += std::string(indent, ' ') + "}";
@@ -266,19 +288,35 @@ private:
 
   void attribute(const Attribute &a, int indent) {
     switch (a.kind) {
-    case AttrKind::Int: out_ += std::to_string(a.i); break;
-    case AttrKind::Float: out_ += f32Text(a.f); break;
-    case AttrKind::String: out_ += quoteString(a.s); break;
-    case AttrKind::Tensor: tensor(a.t); break;
-    case AttrKind::Type: out_ += printType(a.type); break;
+    case AttrKind::Int:
+      out_ += std::to_string(a.i);
+      break;
+    case AttrKind::Float:
+      out_ += f32Text(a.f);
+      break;
+    case AttrKind::String:
+      out_ += quoteString(a.s);
+      break;
+    case AttrKind::Tensor:
+      tensor(a.t);
+      break;
+    case AttrKind::Type:
+      out_ += printType(a.type);
+      break;
     case AttrKind::Ints:
       list(a.ints, "ints", [](int64_t v) { return std::to_string(v); });
       break;
-    case AttrKind::Floats: list(a.floats, "floats", f32Text); break;
-    case AttrKind::Strings: list(a.strings, "strings", quoteString); break;
+    case AttrKind::Floats:
+      list(a.floats, "floats", f32Text);
+      break;
+    case AttrKind::Strings:
+      list(a.strings, "strings", quoteString);
+      break;
     case AttrKind::Graph:
-      if (a.g) graph(*a.g, indent);
-      else out_ += "<null graph>";
+      if (a.g)
+        graph(*a.g, indent);
+      else
+        out_ += "<null graph>";
       break;
     }
   }
@@ -326,9 +364,12 @@ private:
 
 std::string printType(const Type &type) {
   switch (type.kind()) {
-  case Type::Kind::Sequence: return "seq<" + printType(type.element()) + ">";
-  case Type::Kind::Optional: return "opt<" + printType(type.element()) + ">";
-  case Type::Kind::Tensor: break;
+  case Type::Kind::Sequence:
+    return "seq<" + printType(type.element()) + ">";
+  case Type::Kind::Optional:
+    return "opt<" + printType(type.element()) + ">";
+  case Type::Kind::Tensor:
+    break;
   }
   std::string s(dtypeName(type.dtype()));
   const Shape &shape = type.shape();

@@ -15,20 +15,31 @@ constexpr int kMaxVerifyDepth = 256;
 
 std::string_view kindWord(AttrKind k) {
   switch (k) {
-  case AttrKind::Int: return "int";
-  case AttrKind::Float: return "float";
-  case AttrKind::String: return "string";
-  case AttrKind::Tensor: return "tensor";
-  case AttrKind::Graph: return "graph";
-  case AttrKind::Ints: return "ints";
-  case AttrKind::Floats: return "floats";
-  case AttrKind::Strings: return "strings";
-  case AttrKind::Type: return "type";
+  case AttrKind::Int:
+    return "int";
+  case AttrKind::Float:
+    return "float";
+  case AttrKind::String:
+    return "string";
+  case AttrKind::Tensor:
+    return "tensor";
+  case AttrKind::Graph:
+    return "graph";
+  case AttrKind::Ints:
+    return "ints";
+  case AttrKind::Floats:
+    return "floats";
+  case AttrKind::Strings:
+    return "strings";
+  case AttrKind::Type:
+    return "type";
   }
   return "?";
 }
 
-std::string quoted(const Value *v) { return "'" + v->name() + "'"; }
+std::string quoted(const Value *v) {
+  return "'" + v->name() + "'";
+}
 
 // "expected 2", "expected 2 to 3", "expected at least 1".
 std::string expectedCount(int min, int max) {
@@ -145,8 +156,8 @@ private:
 
   std::string whyNotVisible(const Value *v) const {
     const Graph *owner = v->owner();
-    bool onPath = std::any_of(path_.begin(), path_.end(),
-                              [&](const Frame &f) { return f.graph == owner; });
+    bool onPath =
+        std::any_of(path_.begin(), path_.end(), [&](const Frame &f) { return f.graph == owner; });
     if (!onPath)
       return strCat("is defined in graph '", owner ? owner->name() : "?",
                     "', which does not enclose this node");
@@ -163,7 +174,9 @@ private:
 
 } // namespace
 
-Status verifyGraph(const Graph &graph) { return Verifier(graph).graph(graph, 0); }
+Status verifyGraph(const Graph &graph) {
+  return Verifier(graph).graph(graph, 0);
+}
 
 Status verifyModel(const Model &model) {
   if (!model.graph) return makeError("model has no graph");

@@ -37,7 +37,9 @@ std::string parseError(std::string_view text) {
   return m.error().message;
 }
 
-std::string reprint(std::string_view text) { return printModel(parse(text)); }
+std::string reprint(std::string_view text) {
+  return printModel(parse(text));
+}
 
 std::string verifyError(const Model &m) {
   Status s = verifyModel(m);
@@ -68,7 +70,9 @@ Model modelWithAttrs(OpKind op, std::map<std::string, Attribute> attrs) {
   return m;
 }
 
-uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
+uint32_t bits(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
 
 // ---- Printer: canonical text --------------------------------------------------
 
@@ -144,8 +148,9 @@ TEST(IrText, AbsentOptionalInputsPrintAsUnderscoreAndParseAsNull) {
 }
 
 TEST(IrText, NamesThatAreNotPlainArePrintedQuotedAndKeptExactly) {
-  const std::vector<std::string> names = {"model/conv 1:0", "onnx::Mul_12", "a\"b\\c", "new\nline",
-                                          "/model.0/conv/Conv_output_0", "-", "%weird@", "tab\t"};
+  const std::vector<std::string> names = {
+      "model/conv 1:0", "onnx::Mul_12", "a\"b\\c", "new\nline", "/model.0/conv/Conv_output_0", "-",
+      "%weird@",        "tab\t"};
   Model m;
   Value *prev = m.graph->addInput("in", Type::tensor(DType::F32, Shape({2})));
   for (const std::string &name : names) {
@@ -212,8 +217,9 @@ TEST(IrText, GraphNamesThatAreNotPlainAreQuoted) {
 // ---- Types ----------------------------------------------------------------------
 
 TEST(IrText, TypesRoundTripIncludingSequencesOptionalsAndUnknownRank) {
-  std::string text = "kiln.model\ngraph @main(%a: f32[*], %b: seq<f32[?,4]>, %c: opt<i64[2]>, "
-                     "%d: opt<seq<bf16[*]>>, %e: i64[], %f: string[n], %g: bool[1,?,k]) -> () {\n}\n";
+  std::string text =
+      "kiln.model\ngraph @main(%a: f32[*], %b: seq<f32[?,4]>, %c: opt<i64[2]>, "
+      "%d: opt<seq<bf16[*]>>, %e: i64[], %f: string[n], %g: bool[1,?,k]) -> () {\n}\n";
   Model m = parse(text);
   for (const Value *v : m.graph->inputs()) EXPECT_EQ(printType(v->type()), v->type().str());
   EXPECT_EQ(m.graph->inputs()[1]->type(),
@@ -223,9 +229,9 @@ TEST(IrText, TypesRoundTripIncludingSequencesOptionalsAndUnknownRank) {
 
 TEST(IrText, SymbolicDimensionsThatAreNotIdentifiersAreQuoted) {
   Model m;
-  m.graph->addInput("x", Type::tensor(DType::F32, Shape({Dim::symbol("batch size"),
-                                                          Dim::symbol("?"), Dim::symbol("3"),
-                                                          Dim::symbol("h/32")})));
+  m.graph->addInput("x",
+                    Type::tensor(DType::F32, Shape({Dim::symbol("batch size"), Dim::symbol("?"),
+                                                    Dim::symbol("3"), Dim::symbol("h/32")})));
   std::string text = printModel(m);
   EXPECT_NE(text.find("f32[\"batch size\",\"?\",\"3\",\"h/32\"]"), std::string::npos) << text;
   EXPECT_EQ(parse(text).graph->inputs()[0]->type(), m.graph->inputs()[0]->type());
@@ -263,27 +269,34 @@ TEST(IrText, FloatAttributesKeepTheirExactBitsIncludingNanInfAndNegativeZero) {
     EXPECT_EQ(bits(onlyAttr(back, "alpha").f), bits(v)) << printModel(m);
     expectStablePrint(m);
   }
-  Model list = parse(printModel(modelWithAttrs(
-      OpKind::RNN, {{"activation_alpha", Attribute::ofFloats(values)}})));
+  Model list = parse(
+      printModel(modelWithAttrs(OpKind::RNN, {{"activation_alpha", Attribute::ofFloats(values)}})));
   const std::vector<float> &floats = onlyAttr(list, "activation_alpha").floats;
   ASSERT_EQ(floats.size(), values.size());
   for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(bits(floats[i]), bits(values[i]));
 }
 
 TEST(IrText, FloatsAreSpelledShortestWithAPointOrExponent) {
-  Model m = modelWithAttrs(OpKind::RNN, {{"activation_alpha",
-                                          Attribute::ofFloats({1.0f, 0.1f, -0.0f, 1e-5f, 1e20f,
-                                                               std::numeric_limits<float>::quiet_NaN(),
-                                                               -std::numeric_limits<float>::infinity(),
-                                                               std::bit_cast<float>(0xffc00001u)})}});
+  Model m = modelWithAttrs(
+      OpKind::RNN,
+      {{"activation_alpha",
+        Attribute::ofFloats(
+            {1.0f, 0.1f, -0.0f, 1e-5f, 1e20f, std::numeric_limits<float>::quiet_NaN(),
+             -std::numeric_limits<float>::infinity(), std::bit_cast<float>(0xffc00001u)})}});
   EXPECT_NE(printModel(m).find("[1.0, 0.1, -0.0, 1e-05, 1e+20, nan, -inf, nan(0xffc00001)]"),
             std::string::npos)
       << printModel(m);
 }
 
 TEST(IrText, StringAttributesWithQuotesNewlinesAndControlBytesRoundTrip) {
-  const std::vector<std::string> strings = {"", "plain", "say \"hi\"", "back\\slash", "two\nlines",
-                                            "tab\tcr\r", std::string("nul\0byte", 8), "\x7f\x1b",
+  const std::vector<std::string> strings = {"",
+                                            "plain",
+                                            "say \"hi\"",
+                                            "back\\slash",
+                                            "two\nlines",
+                                            "tab\tcr\r",
+                                            std::string("nul\0byte", 8),
+                                            "\x7f\x1b",
                                             "utf-8 \xc3\xa9"};
   Model m = modelWithAttrs(OpKind::StringNormalizer,
                            {{"locale", Attribute::ofString(strings[2] + strings[4])},
@@ -296,8 +309,8 @@ TEST(IrText, StringAttributesWithQuotesNewlinesAndControlBytesRoundTrip) {
 
 TEST(IrText, EmptyListsNameTheirKindSoTheyRoundTrip) {
   Model m = modelWithAttrs(OpKind::TfIdfVectorizer, {{"pool_int64s", Attribute::ofInts({})},
-                                                      {"weights", Attribute::ofFloats({})},
-                                                      {"pool_strings", Attribute::ofStrings({})}});
+                                                     {"weights", Attribute::ofFloats({})},
+                                                     {"pool_strings", Attribute::ofStrings({})}});
   std::string text = printModel(m);
   EXPECT_NE(text.find("pool_int64s = ints [], pool_strings = strings [], weights = floats []"),
             std::string::npos)
@@ -349,9 +362,13 @@ Tensor interestingTensor(DType dt, int64_t n) {
     } else if (dt == DType::Bool) {
       t.data<bool>()[i] = i % 3 == 0;
     } else if (isFloat(dt)) {
-      const double specials[] = {-0.0, std::numeric_limits<double>::infinity(),
+      const double specials[] = {-0.0,
+                                 std::numeric_limits<double>::infinity(),
                                  -std::numeric_limits<double>::infinity(),
-                                 std::numeric_limits<double>::quiet_NaN(), 0.1, 65504.0, 1e-7};
+                                 std::numeric_limits<double>::quiet_NaN(),
+                                 0.1,
+                                 65504.0,
+                                 1e-7};
       t.setDouble(i, i < 7 ? specials[i] : (i - 8) * 0.37);
     } else {
       t.setInt(i, isSignedInt(dt) ? (i % 2 ? -i * 1001 : i * 977) : i * 1013);
@@ -368,11 +385,11 @@ Tensor interestingTensor(DType dt, int64_t n) {
 }
 
 TEST(IrText, TensorsOfEveryElementTypeRoundTripBitExactlyAsLiteralsAndAsHex) {
-  for (DType dt : {DType::F32, DType::U8, DType::I8, DType::U16, DType::I16, DType::I32, DType::I64,
-                   DType::String, DType::Bool, DType::F16, DType::F64, DType::U32, DType::U64,
-                   DType::BF16}) {
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{9}, kMaxLiteralElements,
-                      kMaxLiteralElements + 5}) {
+  for (DType dt :
+       {DType::F32, DType::U8, DType::I8, DType::U16, DType::I16, DType::I32, DType::I64,
+        DType::String, DType::Bool, DType::F16, DType::F64, DType::U32, DType::U64, DType::BF16}) {
+    for (int64_t n :
+         {int64_t{0}, int64_t{1}, int64_t{9}, kMaxLiteralElements, kMaxLiteralElements + 5}) {
       Tensor t = interestingTensor(dt, n);
       Model m = modelWithAttrs(OpKind::Constant, {{"value", Attribute::ofTensor(t)}});
       std::string text = printModel(m);
@@ -449,7 +466,7 @@ TEST(IrText, NestedRegionsReadingEnclosingScopesRoundTrip) {
   EXPECT_EQ(mul.input(1), main.nodes()[0]->output(0)); // %two, two scopes up the chain
   const Graph *thenBranch = body->nodes()[1]->getGraph("then_branch");
   EXPECT_EQ(thenBranch->parent(), body);
-  EXPECT_EQ(thenBranch->nodes()[0]->input(0), mul.output(0)); // %scaled, from the body
+  EXPECT_EQ(thenBranch->nodes()[0]->input(0), mul.output(0));    // %scaled, from the body
   EXPECT_EQ(thenBranch->nodes()[0]->input(1), main.inputs()[2]); // %x, from main
 }
 
@@ -482,6 +499,16 @@ TEST(IrText, SiblingRegionsMayReuseNamesButNestedOnesGetFreshOnes) {
   expectStablePrint(m);
 }
 
+TEST(IrText, PrintingARegionAloneKeepsTheNamesOfTheOuterValuesItReads) {
+  Model m = parse(kNestedRegions);
+  const Graph *body = m.graph->nodes()[1]->getGraph("body");
+  const Graph *thenBranch = body->nodes()[1]->getGraph("then_branch");
+  EXPECT_EQ(printGraph(*thenBranch), "graph @then_branch() -> (%t) {\n"
+                                     "  %t = Sub(%scaled, %x) : f32[2]\n"
+                                     "}\n");
+  EXPECT_TRUE(verifyGraph(*thenBranch).ok()) << verifyGraph(*thenBranch).message();
+}
+
 TEST(IrText, SiblingRegionsWithTheSameNamesParse) {
   std::string text = "kiln.model\ngraph @main(%c: bool[], %x: f32[2]) -> (%r) {\n"
                      "  %r = If(%c) {else_branch = graph @e() -> (%t) {\n"
@@ -502,9 +529,10 @@ TEST(IrText, RegionCannotReadValuesDefinedAfterItsNode) {
 }
 
 TEST(IrText, RegionCannotReadItsOwnNodesResults) {
-  std::string error = parseError("graph @main(%c: bool[]) -> () {\n"
-                                 "  %r = If(%c) {then_branch = graph @t() -> (%r) {\n  }} : f32[2]\n"
-                                 "}\n");
+  std::string error =
+      parseError("graph @main(%c: bool[]) -> () {\n"
+                 "  %r = If(%c) {then_branch = graph @t() -> (%r) {\n  }} : f32[2]\n"
+                 "}\n");
   EXPECT_EQ(error, "test.kir:2:45: use of undefined value %r");
 }
 
@@ -570,10 +598,16 @@ TEST(IrText, ParseErrorsSayFileLineAndColumn) {
        "strings []"},
       {"graph @g(%x: f32[2]) -> () {\n  %y = Softmax(%x) {axis = 99999999999999999999} : f32[2]\n}",
        "test.kir:2:28: integer '99999999999999999999' is out of range"},
+      {"graph @g() -> () {\n  %y = Constant() {value = dense<f16[1]> [1e10]} : f16[1]\n}",
+       "test.kir:2:43: '1e10' is out of range for f16"},
+      {"graph @g(%x: f32[2]) -> () {\n  %y = Resize(%x) {mode = nearest} : f32[2]\n}",
+       "test.kir:2:27: expected an attribute value, found 'nearest' (strings are quoted)"},
+      {"graph @g() -> () {\n  %y = Constant() {value = dense<u8[1]> hex\"0g\"} : u8[1]\n}",
+       "test.kir:2:44: hex data has a character that is not a hex digit"},
       {"graph @g(%x: f33[2]) -> () {\n}", "test.kir:1:14: unknown element type 'f33'"},
       {"graph @g(%x: f32[-1]) -> () {\n}", "test.kir:1:18: dimension -1 is negative"},
       {"graph @g() -> () {\n}\ngraph @h() -> () {\n}", "test.kir:3:1: expected end of input "
-                                                         "after the main graph, found 'graph'"},
+                                                       "after the main graph, found 'graph'"},
       {"graph @g() -> () {\n", "test.kir:2:1: expected a node or '}', found end of input"},
       {"", "test.kir:1:1: expected 'graph', found end of input"},
       {"kiln.model opsets {\"\" = 1, \"\" = 2}\ngraph @g() -> () {\n}",
@@ -615,9 +649,14 @@ TEST(IrText, ParserSurvivesEveryTruncationAndRandomMutationsOfValidText) {
       size_t at = rng() % mutated.size();
       char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-      case 0: mutated[at] = c; break;
-      case 1: mutated.insert(mutated.begin() + at, c); break;
-      default: mutated.erase(at, 1);
+      case 0:
+        mutated[at] = c;
+        break;
+      case 1:
+        mutated.insert(mutated.begin() + at, c);
+        break;
+      default:
+        mutated.erase(at, 1);
       }
     }
     checkParsesSafely(mutated);
@@ -627,7 +666,11 @@ TEST(IrText, ParserSurvivesEveryTruncationAndRandomMutationsOfValidText) {
 // ---- Golden files --------------------------------------------------------------------
 
 std::filesystem::path litDir() {
+#ifdef KILN_SOURCE_DIR
+  return std::filesystem::path(KILN_SOURCE_DIR) / "tests" / "lit" / "ir";
+#else
   return std::filesystem::path(__FILE__).parent_path().parent_path() / "lit" / "ir";
+#endif
 }
 
 // The file's text after its leading `//` comment lines.
@@ -670,22 +713,26 @@ TEST(Verifier, RejectsTooFewInputs) {
 }
 
 TEST(Verifier, RejectsTooManyInputs) {
-  Model m = parse("graph @g(%x: f32[2]) -> () {\n  %y = Conv(%x, %x, %x, %x) name \"conv1\" : f32[2]\n}");
+  Model m =
+      parse("graph @g(%x: f32[2]) -> () {\n  %y = Conv(%x, %x, %x, %x) name \"conv1\" : f32[2]\n}");
   EXPECT_EQ(verifyError(m), "node 'conv1' (Conv): has 4 inputs, expected 2 to 3");
 }
 
 TEST(Verifier, RejectsWrongNumberOfOutputs) {
-  Model m = parse("graph @g(%x: f32[2]) -> () {\n  %a, %b = Relu(%x) name \"r\" : f32[2], f32[2]\n}");
+  Model m =
+      parse("graph @g(%x: f32[2]) -> () {\n  %a, %b = Relu(%x) name \"r\" : f32[2], f32[2]\n}");
   EXPECT_EQ(verifyError(m), "node 'r' (Relu): has 2 outputs, expected 1");
 }
 
 TEST(Verifier, RejectsUndeclaredAttribute) {
-  Model m = parse("graph @g(%x: f32[2]) -> () {\n  %y = Relu(%x) {alpha = 1.0} name \"r\" : f32[2]\n}");
+  Model m =
+      parse("graph @g(%x: f32[2]) -> () {\n  %y = Relu(%x) {alpha = 1.0} name \"r\" : f32[2]\n}");
   EXPECT_EQ(verifyError(m), "node 'r' (Relu): attribute 'alpha' is not an attribute of Relu");
 }
 
 TEST(Verifier, RejectsAttributeOfTheWrongKind) {
-  Model m = parse("graph @g(%x: f32[2]) -> () {\n  %y = Concat(%x) {axis = 1.5} name \"c\" : f32[2]\n}");
+  Model m =
+      parse("graph @g(%x: f32[2]) -> () {\n  %y = Concat(%x) {axis = 1.5} name \"c\" : f32[2]\n}");
   EXPECT_EQ(verifyError(m), "node 'c' (Concat): attribute 'axis' is float, expected int");
 }
 

@@ -114,7 +114,9 @@ TEST(OnnxImporter, TruncatedAndCorruptFilesGiveErrorsNotCrashes) {
   ASSERT_TRUE(importOnnxBytes(bytes, ".", "m.onnx").ok());
   for (size_t cut = 0; cut < bytes.size(); ++cut) {
     auto r = importOnnxBytes(bytes.substr(0, cut), ".", "m.onnx");
-    if (!r.ok()) EXPECT_NE(r.error().message.find("m.onnx"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("m.onnx"), std::string::npos);
+    }
   }
   EXPECT_FALSE(importOnnxBytes("", ".", "m.onnx").ok());
   EXPECT_FALSE(importOnnxBytes("not a model at all", ".", "m.onnx").ok());
@@ -223,11 +225,11 @@ TEST(OnnxImporter, ExternalDataIsReadFromTheModelDirectory) {
 }
 
 TEST(OnnxImporter, OpsetsOutsideTheSupportedRangeAreRejected) {
-  ModelProto m = newModel(5);
+  ModelProto m = newModel(30);
   setTensorType(m.mutable_graph()->add_input(), "x", onnx::TensorProto::FLOAT, {1});
   auto model = importProto(m);
   ASSERT_FALSE(model.ok());
-  EXPECT_NE(model.error().message.find("opset 5"), std::string::npos) << model.error().message;
+  EXPECT_NE(model.error().message.find("opset 30"), std::string::npos) << model.error().message;
 }
 
 TEST(OnnxImporter, UndefinedInputNamesTheNodeAndValue) {

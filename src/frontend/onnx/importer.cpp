@@ -223,7 +223,9 @@ Status Importer::importGraph(const onnx::GraphProto &gp, Graph &g, Scope &scope,
     }
     if (!v->type().shape().rankKnown && out.has_type()) {
       auto declared = convertType(out.type());
-      if (declared.ok() && declared->kind() == v->type().kind()) v->setType(*declared);
+      // Only for tensors: a declared sequence's element shape is a claim
+      // that exporters get wrong, and a wrong shape is worse than none.
+      if (declared.ok() && declared->isTensor() && v->type().isTensor()) v->setType(*declared);
     }
     g.addOutput(v);
   }
@@ -252,6 +254,9 @@ Status Importer::importNode(const onnx::NodeProto &np, Graph &g, Scope &scope, i
     d.attrs[ap.name()] = std::move(a);
   }
 
+  // Opsets 1-5 marked in-place reuse with `consumed_inputs`, which carries no
+  // meaning for inference.
+  if (d.opset < 6) d.take("consumed_inputs");
   GraphBuilder builder(g);
   Legalizer rule = findLegalizer(d.opType);
   auto outs = rule ? rule(d, builder) : legalizeDirect(d, builder);

@@ -18,10 +18,11 @@
 
 namespace kiln {
 
-// Opsets 1-6 import where an op's form did not change by opset 7: the forms
-// that did (the `broadcast`/`axis` attributes of binary ops, `consumed_inputs`,
-// Reshape's shape attribute...) are attributes kiln's op table does not know,
-// so such nodes are rejected with a clear error rather than misread.
+// Opsets 1-6 import where an op's form did not change by opset 7, or where a
+// legalization rule rewrites it (binary ops' legacy `broadcast`/`axis`, old
+// PRelu slopes; `consumed_inputs` is dropped). Other old forms (Reshape's
+// shape attribute...) are attributes kiln's op table does not know, so such
+// nodes are rejected with a clear error rather than misread.
 inline constexpr int64_t kMinOnnxOpset = 1;
 inline constexpr int64_t kMaxOnnxOpset = 23;
 

@@ -54,6 +54,10 @@ Expected<Node *> GraphBuilder::emit(OpKind op, std::vector<Value *> inputs,
   if (nin < schema.minInputs || (schema.maxInputs >= 0 && nin > schema.maxInputs))
     return makeError(where, ": has ", nin, " inputs, the op takes ", schema.minInputs, " to ",
                      schema.maxInputs < 0 ? std::string("any number") : std::to_string(schema.maxInputs));
+  // Inputs below minInputs are required (Loop's optional trip count and
+  // condition are filled in by its legalization rule before this point).
+  for (int i = 0; i < std::min(nin, schema.minInputs); ++i)
+    if (!inputs[i]) return makeError(where, ": required input ", i, " is missing");
   if (numOutputs < schema.minOutputs || (schema.maxOutputs >= 0 && numOutputs > schema.maxOutputs))
     return makeError(where, ": has ", numOutputs, " outputs, the op gives ", schema.minOutputs,
                      " to ", schema.maxOutputs);

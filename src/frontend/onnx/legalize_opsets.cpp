@@ -204,6 +204,7 @@ Result legalizeScan(NodeDraft &d, GraphBuilder &b) {
 Result legalizeLegacyBroadcast(NodeDraft &d, GraphBuilder &b) {
   if (d.opset >= 7) return legalizeDirect(d, b);
   d.take("broadcast");
+  d.take("consumed_inputs"); // opsets 1-5: a memory hint
   auto axis = d.take("axis");
   Value *lhs = d.input(0), *rhs = d.input(1);
   if (!axis || !lhs || !rhs) return legalizeDirect(d, b);
@@ -220,8 +221,8 @@ Result legalizeLegacyBroadcast(NodeDraft &d, GraphBuilder &b) {
     std::vector<int64_t> axes;
     for (int64_t i = 0; i < trailing; ++i) axes.push_back(sb.rank() + i);
     std::string name = d.name + "/broadcast";
-    KILN_ASSIGN_OR_RETURN(Node * u, b.emit(OpKind::Unsqueeze, {rhs, b.constantInts(axes, name + "/axes")},
-                                           {}, 1, name));
+    Value *axesValue = b.constantInts(axes, name + "/axes");
+    KILN_ASSIGN_OR_RETURN(Node * u, b.emit(OpKind::Unsqueeze, {rhs, axesValue}, {}, 1, name));
     u->output(0)->setName(name);
     d.inputs[1] = u->output(0);
   }
@@ -232,6 +233,7 @@ Result legalizeLegacyBroadcast(NodeDraft &d, GraphBuilder &b) {
 // broadcasting needs it as [C, 1, ..., 1].
 Result legalizeLegacyPRelu(NodeDraft &d, GraphBuilder &b) {
   if (d.opset >= 7 || !d.input(0) || !d.input(1)) return legalizeDirect(d, b);
+  d.take("consumed_inputs"); // opsets 1-5: a memory hint
   const Shape &sx = d.input(0)->type().shape(), &ss = d.input(1)->type().shape();
   bool perChannel = sx.rankKnown && ss.rankKnown && sx.rank() > 2 && ss.rank() == 1 &&
                     !(ss.dims[0].isStatic() && ss.dims[0].value() == 1);
@@ -247,11 +249,38 @@ Result legalizeLegacyPRelu(NodeDraft &d, GraphBuilder &b) {
   return legalizeDirect(d, b);
 }
 
+// Loop's trip count M and condition are optional inputs. An absent M is an
+// unbounded count and an absent condition starts true (the body's condition
+// output still decides the next iteration, as in ONNX Runtime), so both are
+// written as constants and the op sees one form.
+Result legalizeLoop(NodeDraft &d, GraphBuilder &b) {
+  if (d.inputs.size() < 2) d.inputs.resize(2, nullptr);
+  if (!d.inputs[0])
+    d.inputs[0] = b.constant(Tensor::scalar<int64_t>(std::numeric_limits<int64_t>::max()),
+                             d.name + "/max_trip_count");
+  if (!d.inputs[1]) d.inputs[1] = b.constant(Tensor::scalar<bool>(true), d.name + "/cond");
+  return legalizeDirect(d, b);
+}
+
 // DFT-20 moved axis from an attribute (default 1) to input 2 (default -2).
 // Without that input, the opset-20 default is written as the attribute, so
 // the kernel reads input 2 when present and the attribute otherwise.
 Result legalizeDft(NodeDraft &d, GraphBuilder &b) {
   if (d.opset >= 20 && !d.input(2) && !d.has("axis")) d.attrs["axis"] = Attribute::ofInt(-2);
+  return legalizeDirect(d, b);
+}
+
+// Gemm before 7 had a broadcast attribute; C broadcasts unidirectionally in
+// every later opset, which covers both of its settings.
+Result legalizeLegacyGemm(NodeDraft &d, GraphBuilder &b) {
+  d.take("broadcast");
+  return legalizeDirect(d, b);
+}
+
+// LpPool and GlobalLpPool before 2 took p as a float.
+Result legalizeLegacyLpPool(NodeDraft &d, GraphBuilder &b) {
+  if (auto p = d.attrs.find("p"); p != d.attrs.end() && p->second.kind == AttrKind::Float)
+    p->second = Attribute::ofInt(static_cast<int64_t>(p->second.f));
   return legalizeDirect(d, b);
 }
 
@@ -280,9 +309,14 @@ void registerOpsetRules(std::unordered_map<std::string, Legalizer> &t) {
   t["Dropout"] = legalizeDropout;
   t["Scan"] = legalizeScan;
   t["DFT"] = legalizeDft;
-  for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"})
+  t["Loop"] = legalizeLoop;
+  for (const char *op :
+       {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"})
     t[op] = legalizeLegacyBroadcast;
   t["PRelu"] = legalizeLegacyPRelu;
+  t["Gemm"] = legalizeLegacyGemm;
+  t["LpPool"] = legalizeLegacyLpPool;
+  t["GlobalLpPool"] = legalizeLegacyLpPool;
 }
 
 } // namespace kiln::onnx_import

@@ -20,12 +20,18 @@ using namespace ew;
 enum class Types { Arith, Int, Unsigned, Bool, Comparable, Any };
 
 template <Types K, class T> constexpr bool accepts() {
-  if constexpr (K == Types::Arith) return kIsIntType<T> || kIsFloatType<T>;
-  else if constexpr (K == Types::Int) return kIsIntType<T>;
-  else if constexpr (K == Types::Unsigned) return kIsIntType<T> && std::is_unsigned_v<T>;
-  else if constexpr (K == Types::Bool) return std::is_same_v<T, bool>;
-  else if constexpr (K == Types::Comparable) return !std::is_same_v<T, std::string>;
-  else return true;
+  if constexpr (K == Types::Arith)
+    return kIsIntType<T> || kIsFloatType<T>;
+  else if constexpr (K == Types::Int)
+    return kIsIntType<T>;
+  else if constexpr (K == Types::Unsigned)
+    return kIsIntType<T> && std::is_unsigned_v<T>;
+  else if constexpr (K == Types::Bool)
+    return std::is_same_v<T, bool>;
+  else if constexpr (K == Types::Comparable)
+    return !std::is_same_v<T, std::string>;
+  else
+    return true;
 }
 
 template <Types K> bool acceptsDType(DType d) {
@@ -66,8 +72,10 @@ Status binary(KernelContext &ctx, Fn fn, const bool *bad = nullptr, const char *
     using T = decltype(tag);
     if constexpr (accepts<K, T>()) {
       using R = decltype(fn(ComputeType<T>{}, ComputeType<T>{}));
-      if constexpr (std::is_same_v<R, bool>) out = zip<T, T, bool>(a, b, bc, DType::Bool, fn);
-      else out = zip<T, T, T>(a, b, bc, a.dtype(), fn);
+      if constexpr (std::is_same_v<R, bool>)
+        out = zip<T, T, bool>(a, b, bc, DType::Bool, fn);
+      else
+        out = zip<T, T, T>(a, b, bc, a.dtype(), fn);
     }
   });
   if (bad && *bad) return ctx.error(badMessage);
@@ -202,9 +210,8 @@ void registerArithmetic(KernelTable &t) {
   t.add(OpKind::Mod, modKernel);
   t.add(OpKind::Pow, powKernel);
   t.add(OpKind::PRelu, [](KernelContext &c) {
-    return binary<Types::Arith>(c, [](auto x, auto slope) {
-      return x < decltype(x)(0) ? wrapMul(slope, x) : x;
-    });
+    return binary<Types::Arith>(
+        c, [](auto x, auto slope) { return x < decltype(x)(0) ? wrapMul(slope, x) : x; });
   });
 }
 

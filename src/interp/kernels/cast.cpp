@@ -118,10 +118,14 @@ Tensor numbersToStrings(const Tensor &x) {
     using S = decltype(tag);
     const S *src = x.data<S>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      if constexpr (std::is_same_v<S, std::string>) dst[i] = src[i];
-      else if constexpr (std::is_same_v<S, bool>) dst[i] = src[i] ? "True" : "False";
-      else if constexpr (kIsIntType<S>) dst[i] = std::to_string(src[i] + 0); // int8 as a number
-      else dst[i] = floatToString(src[i]);
+      if constexpr (std::is_same_v<S, std::string>)
+        dst[i] = src[i];
+      else if constexpr (std::is_same_v<S, bool>)
+        dst[i] = src[i] ? "True" : "False";
+      else if constexpr (kIsIntType<S>)
+        dst[i] = std::to_string(src[i] + 0); // int8 as a number
+      else
+        dst[i] = floatToString(src[i]);
     }
   });
   return out;
@@ -157,8 +161,10 @@ template <class D> bool parseElement(const std::string &s, D &out) {
   std::string_view v = numberText(s);
   if constexpr (std::is_same_v<D, bool>) {
     double d = 0;
-    if (v == "True" || v == "true") d = 1;
-    else if (v != "False" && v != "false" && !parseWhole(v, d)) return false;
+    if (v == "True" || v == "true")
+      d = 1;
+    else if (v != "False" && v != "false" && !parseWhole(v, d))
+      return false;
     out = d != 0;
     return true;
   } else if constexpr (kIsIntType<D>) {

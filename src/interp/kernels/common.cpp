@@ -9,8 +9,7 @@ Expected<Shape64> broadcastShapes64(const Shape64 &a, const Shape64 &b) {
     int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
     int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
     if (da != db && da != 1 && db != 1)
-      return makeError("shapes ", shapeToString(a), " and ", shapeToString(b),
-                       " do not broadcast");
+      return makeError("shapes ", shapeToString(a), " and ", shapeToString(b), " do not broadcast");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -140,7 +139,8 @@ std::vector<int64_t> stridedOffsets(const Shape64 &shape, const Shape64 &strides
 Expected<std::vector<int64_t>> readIntsInput(const KernelContext &ctx, int i, const char *what) {
   const Tensor &t = ctx.in(i);
   if (!isInt(t.dtype()))
-    return ctx.error(what, " (input ", i, ") must be an integer tensor, got ", dtypeName(t.dtype()));
+    return ctx.error(what, " (input ", i, ") must be an integer tensor, got ",
+                     dtypeName(t.dtype()));
   if (t.rank() > 1)
     return ctx.error(what, " (input ", i, ") must have rank 0 or 1, got ",
                      shapeToString(t.shape()));
@@ -157,7 +157,7 @@ namespace {
 // Copies n consecutive elements; strings are assigned, everything else is
 // plain bytes.
 void copyElementRun(const Tensor &src, int64_t srcOffset, Tensor &dst, int64_t dstOffset,
-                  int64_t n) {
+                    int64_t n) {
   if (n <= 0) return;
   if (src.dtype() == DType::String) {
     const std::string *from = src.data<std::string>() + srcOffset;

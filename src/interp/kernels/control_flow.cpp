@@ -50,11 +50,10 @@ Status appendScanValue(const KernelContext &ctx, std::vector<Tensor> &collected,
                        size_t outputIndex) {
   if (!v.isTensor())
     return ctx.error("scan output ", outputIndex, " must be a tensor, got ", v.describe());
-  if (!collected.empty() && (collected[0].shape() != v.tensor.shape() ||
-                             collected[0].dtype() != v.tensor.dtype()))
+  if (!collected.empty() &&
+      (collected[0].shape() != v.tensor.shape() || collected[0].dtype() != v.tensor.dtype()))
     return ctx.error("scan output ", outputIndex, " changed from ",
-                     RtValue(collected[0]).describe(), " to ", v.describe(),
-                     " between iterations");
+                     RtValue(collected[0]).describe(), " to ", v.describe(), " between iterations");
   collected.push_back(std::move(v.tensor));
   return Status::success();
 }
@@ -219,10 +218,9 @@ Expected<ScanLayout> scanLayout(const KernelContext &ctx, const Graph &body) {
 // direction puts the first iteration last.
 Expected<Tensor> finishScanOutput(const KernelContext &ctx, const ScanLayout &L, int k,
                                   std::vector<Tensor> parts, const Value &bodyOutput) {
-  int64_t rank = parts.empty() ? (bodyOutput.type().shape().rankKnown
-                                      ? bodyOutput.type().shape().rank()
-                                      : 0)
-                               : parts[0].rank();
+  int64_t rank = parts.empty()
+                     ? (bodyOutput.type().shape().rankKnown ? bodyOutput.type().shape().rank() : 0)
+                     : parts[0].rank();
   KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, L.outAxes[k], rank + 1));
   if (parts.empty()) return emptyScanOutput(bodyOutput, axis);
   if (L.outDirs[k] == 1) std::reverse(parts.begin(), parts.end());

@@ -25,8 +25,20 @@ struct ConvPlan {
   RowMap rows;                           // output rows -> input rows
 };
 
+// True for a 1x1 kernel with unit strides and no padding: a plain matrix
+// product over the plane.
+bool isPointwise(const Window &w) {
+  for (size_t i = 0; i < w.rank(); ++i)
+    if (w.kernel[i] != 1 || w.strides[i] != 1 || w.padBegin[i] != 0 || w.padEnd[i] != 0)
+      return false;
+  return true;
+}
+
 void planRows(ConvPlan &p) {
-  const Window &w = p.win;
+  Window w = p.win;
+  // A pointwise conv is planned as one long row per plane, so that the
+  // inner loop is long even when the planes' rows are short.
+  if (isPointwise(w)) w = Window{{numelOf(w.in)}, {1}, {1}, {1}, {0}, {0}, {numelOf(w.out)}};
   p.inPlane = numelOf(w.in);
   p.outPlane = numelOf(w.out);
   p.kernelSize = numelOf(w.kernel);
@@ -37,13 +49,18 @@ void planRows(ConvPlan &p) {
 }
 
 // acc[o] += wv * x[o * stride + off] for o in [lo, hi). The stride-1 case is
-// split out so that it is a plain contiguous loop.
+// split out and written in blocks of 8 so that compilers vectorize it even
+// at -O2 (GCC's cheap cost model rejects a plain loop with a run-time trip
+// count, but packs the unrolled block).
 template <class T, class Acc>
 inline void addRow(Acc *__restrict acc, const T *__restrict x, Acc wv, int64_t lo, int64_t hi,
                    int64_t off, int64_t stride) {
   if (stride == 1) {
     const T *src = x + off;
-    for (int64_t o = lo; o < hi; ++o) acc[o] += wv * static_cast<Acc>(src[o]);
+    int64_t o = lo;
+    for (; o + 8 <= hi; o += 8)
+      for (int u = 0; u < 8; ++u) acc[o + u] += wv * static_cast<Acc>(src[o + u]);
+    for (; o < hi; ++o) acc[o] += wv * static_cast<Acc>(src[o]);
   } else {
     for (int64_t o = lo; o < hi; ++o) acc[o] += wv * static_cast<Acc>(x[o * stride + off]);
   }
@@ -93,8 +110,8 @@ Expected<ConvPlan> makeConvPlan(const KernelContext &ctx, const Tensor &x, const
   p.outChannels = w.dim(0);
   p.group = ctx.node().getInt("group");
   if (p.group <= 0 || p.inChannels % p.group != 0 || p.outChannels % p.group != 0)
-    return ctx.error("group ", p.group, " does not divide the ", p.inChannels,
-                     " input and ", p.outChannels, " output channels");
+    return ctx.error("group ", p.group, " does not divide the ", p.inChannels, " input and ",
+                     p.outChannels, " output channels");
   if (w.dim(1) * p.group != p.inChannels)
     return ctx.error("weight has ", w.dim(1), " input channels per group, expected ",
                      p.inChannels / p.group, " (input X has ", p.inChannels, " channels, group ",

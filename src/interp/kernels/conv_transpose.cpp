@@ -12,7 +12,9 @@ namespace kiln {
 
 namespace {
 
-int64_t floorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+int64_t floorDiv2(int64_t v) {
+  return v >= 0 ? v / 2 : -((-v + 1) / 2);
+}
 
 // The transposed window: `in` is the input's spatial dims, `out` the output's;
 // output position = input position * stride + tap * dilation - padBegin.

@@ -35,8 +35,7 @@ Box readBox(const float *data, int64_t i, bool centerPoint) {
     float halfW = b[2] / 2, halfH = b[3] / 2;
     return {b[1] - halfH, b[0] - halfW, b[1] + halfH, b[0] + halfW};
   }
-  return {std::min(b[0], b[2]), std::min(b[1], b[3]), std::max(b[0], b[2]),
-          std::max(b[1], b[3])};
+  return {std::min(b[0], b[2]), std::min(b[1], b[3]), std::max(b[0], b[2]), std::max(b[1], b[3])};
 }
 
 // True when the IoU of a and b exceeds the threshold. Empty intersections
@@ -273,8 +272,7 @@ Status roiAlign(KernelContext &ctx, const RoiAlignParams &p, const std::vector<i
   int64_t plane = height * width, bins = p.outH * p.outW;
   for (int64_t r = 0; r < numRois; ++r) {
     if (batchIdx[r] < 0 || batchIdx[r] >= batch)
-      return ctx.error("batch index ", batchIdx[r], " of roi ", r, " is outside [0, ", batch,
-                       ")");
+      return ctx.error("batch index ", batchIdx[r], " of roi ", r, " is outside [0, ", batch, ")");
     for (int k = 0; k < 4; ++k)
       if (!std::isfinite(rois[4 * r + k])) return ctx.error("roi ", r, " is not finite");
     int64_t gridH = 0, gridW = 0;

@@ -26,12 +26,13 @@ inline Status requireTensor(const KernelContext &ctx, int i) {
   return Status::success();
 }
 
-// Error unless inputs `first`..`last` all have the dtype of input `first`.
+// Error unless the inputs `first`..`last` that are present all have the
+// dtype of input `first` (which must be present).
 inline Status requireSameDType(const KernelContext &ctx, int first, int last) {
   for (int i = first + 1; i <= last; ++i)
-    if (ctx.in(i).dtype() != ctx.in(first).dtype())
-      return ctx.error("input ", i, " has dtype ", dtypeName(ctx.in(i).dtype()), ", input ",
-                       first, " has ", dtypeName(ctx.in(first).dtype()), "; they must match");
+    if (ctx.has(i) && ctx.in(i).dtype() != ctx.in(first).dtype())
+      return ctx.error("input ", i, " has dtype ", dtypeName(ctx.in(i).dtype()), ", input ", first,
+                       " has ", dtypeName(ctx.in(first).dtype()), "; they must match");
   return Status::success();
 }
 
@@ -90,7 +91,9 @@ template <class F> Status dispatchInt(const KernelContext &ctx, DType d, F &&f) 
 }
 
 // Calls f(T{}) for every dtype, strings included.
-template <class F> void dispatchAny(DType d, F &&f) { visitDType(d, std::forward<F>(f)); }
+template <class F> void dispatchAny(DType d, F &&f) {
+  visitDType(d, std::forward<F>(f));
+}
 
 // ---- wrapping integer arithmetic ---------------------------------------------
 

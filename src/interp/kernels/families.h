@@ -20,11 +20,11 @@ void registerRnnKernels(KernelTable &t); // RNN, GRU, LSTM
 void registerDetectionKernels(KernelTable &t); // NonMaxSuppression, RoiAlign
 void registerSamplingKernels(KernelTable &t); // GridSample, DepthToSpace, SpaceToDepth
 void registerResizeKernels(KernelTable &t); // Resize (Upsample is imported as Resize)
-void registerShapeKernels(KernelTable &t); // Constant, ConstantOfShape, Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Concat, Split, Slice, Expand, Tile, Pad, Shape, Size
+void registerShapeKernels(KernelTable &t); // Constant, ConstantOfShape, Reshape, Transpose, Flatten, Squeeze, Unsqueeze, Expand, Tile, Shape, Size
 void registerSlicePadKernels(KernelTable &t); // Concat, Split, Slice, Pad
 void registerUniqueKernels(KernelTable &t); // Unique
 void registerGatherScatterKernels(KernelTable &t); // Gather, GatherElements, GatherND, ScatterElements, ScatterND
-void registerIndexKernels(KernelTable &t); // Range, OneHot, NonZero, Compress, Trilu, ReverseSequence, Unique, EyeLike, random ops
+void registerIndexKernels(KernelTable &t); // Range, OneHot, NonZero, Compress, Trilu, ReverseSequence, EyeLike, random ops
 void registerControlFlowKernels(KernelTable &t); // If, Loop, Scan, SequenceMap
 void registerSequenceKernels(KernelTable &t); // sequence and optional ops
 void registerSignalKernels(KernelTable &t); // DFT, STFT, window functions, MelWeightMatrix

@@ -72,8 +72,8 @@ Expected<std::vector<int64_t>> elementOffsets(const KernelContext &ctx, const Te
     return ctx.error("indices have rank ", indexTensor.rank(), ", data has rank ", data.rank());
   for (int64_t a = 0; a < data.rank(); ++a)
     if (a != axis && indexTensor.dim(a) > data.dim(a))
-      return ctx.error("indices shape ", shapeToString(indexTensor.shape()),
-                       " exceeds data shape ", shapeToString(data.shape()), " on axis ", a);
+      return ctx.error("indices shape ", shapeToString(indexTensor.shape()), " exceeds data shape ",
+                       shapeToString(data.shape()), " on axis ", a);
   std::vector<int64_t> indices = toInt64s(indexTensor);
   Shape64 strides = stridesOf(data.shape());
   std::vector<int64_t> pos(data.rank(), 0), offsets(indices.size());
@@ -99,11 +99,11 @@ Status gatherElementsKernel(KernelContext &ctx) {
 // The layout of a GatherND/ScatterND index tensor of shape
 // [batch..., rest..., k] against data of shape [batch..., dims..., slice...].
 struct NdPlan {
-  int64_t batches = 1;     // product of the batch dims
-  int64_t perBatch = 1;    // index tuples per batch
-  int64_t k = 0;           // length of one index tuple
-  int64_t slice = 1;       // elements addressed by one tuple
-  int64_t batchStride = 1; // data elements per batch
+  int64_t batches = 1;          // product of the batch dims
+  int64_t perBatch = 1;         // index tuples per batch
+  int64_t k = 0;                // length of one index tuple
+  int64_t slice = 1;            // elements addressed by one tuple
+  int64_t batchStride = 1;      // data elements per batch
   std::vector<int64_t> offsets; // per tuple: offset of its slice in data
 };
 
@@ -160,12 +160,18 @@ enum class Reduction { None, Add, Mul, Max, Min };
 Expected<Reduction> readReduction(const KernelContext &ctx, DType dtype) {
   std::string r = ctx.node().getString("reduction");
   Reduction red;
-  if (r == "none") red = Reduction::None;
-  else if (r == "add") red = Reduction::Add;
-  else if (r == "mul") red = Reduction::Mul;
-  else if (r == "max") red = Reduction::Max;
-  else if (r == "min") red = Reduction::Min;
-  else return ctx.error("unknown reduction '", r, "'");
+  if (r == "none")
+    red = Reduction::None;
+  else if (r == "add")
+    red = Reduction::Add;
+  else if (r == "mul")
+    red = Reduction::Mul;
+  else if (r == "max")
+    red = Reduction::Max;
+  else if (r == "min")
+    red = Reduction::Min;
+  else
+    return ctx.error("unknown reduction '", r, "'");
   if (red != Reduction::None && dtype == DType::String)
     return ctx.error("reduction '", r, "' does not apply to strings");
   return red;
@@ -179,11 +185,21 @@ template <class T> T combine(const T &old, const T &upd, Reduction r) {
     using C = ComputeType<T>;
     C a = static_cast<C>(old), b = static_cast<C>(upd), v = b;
     switch (r) {
-    case Reduction::None: v = b; break;
-    case Reduction::Add: v = static_cast<C>(a + b); break;
-    case Reduction::Mul: v = static_cast<C>(a * b); break;
-    case Reduction::Max: v = std::max(a, b); break;
-    case Reduction::Min: v = std::min(a, b); break;
+    case Reduction::None:
+      v = b;
+      break;
+    case Reduction::Add:
+      v = static_cast<C>(a + b);
+      break;
+    case Reduction::Mul:
+      v = static_cast<C>(a * b);
+      break;
+    case Reduction::Max:
+      v = std::max(a, b);
+      break;
+    case Reduction::Min:
+      v = std::min(a, b);
+      break;
     }
     return static_cast<T>(v);
   }

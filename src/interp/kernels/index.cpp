@@ -19,8 +19,8 @@ namespace {
 Expected<double> readScalar(const KernelContext &ctx, int i, const char *what) {
   const Tensor &t = ctx.in(i);
   if (t.numel() != 1 || t.dtype() == DType::String)
-    return ctx.error(what, " (input ", i, ") must be a numeric scalar, got ",
-                     dtypeName(t.dtype()), shapeToString(t.shape()));
+    return ctx.error(what, " (input ", i, ") must be a numeric scalar, got ", dtypeName(t.dtype()),
+                     shapeToString(t.shape()));
   return t.getDouble(0);
 }
 
@@ -60,17 +60,17 @@ Status rangeKernel(KernelContext &ctx) {
     double n = std::ceil((limit.getDouble(0) - start.getDouble(0)) / delta.getDouble(0));
     if (!(n < 1e10)) return ctx.error("the range has too many elements");
   }
-  return dispatchNumeric(ctx, d, [&](auto tag) {
-    ctx.setOutput(0, rangeOf<decltype(tag)>(start, limit, delta));
-  });
+  return dispatchNumeric(
+      ctx, d, [&](auto tag) { ctx.setOutput(0, rangeOf<decltype(tag)>(start, limit, delta)); });
 }
 
 Status oneHotKernel(KernelContext &ctx) {
   const Tensor &indices = ctx.in(0), &values = ctx.in(2);
   if (!isNumeric(indices.dtype())) return ctx.error("indices must be numeric");
   KILN_ASSIGN_OR_RETURN(double depthValue, readScalar(ctx, 1, "depth"));
+  if (!(depthValue >= 1 && depthValue < 1e9))
+    return ctx.error("depth must be a positive count, got ", depthValue);
   auto depth = static_cast<int64_t>(depthValue);
-  if (depth <= 0) return ctx.error("depth must be positive, got ", depthValue);
   if (values.numel() != 2) return ctx.error("values must hold [off, on], got ", values.numel());
   KILN_ASSIGN_OR_RETURN(int64_t axis,
                         resolveAxis(ctx, ctx.node().getInt("axis"), indices.rank() + 1));
@@ -132,7 +132,8 @@ Status nonZeroKernel(KernelContext &ctx) {
 
 Status compressKernel(KernelContext &ctx) {
   const Tensor &x = ctx.in(0), &cond = ctx.in(1);
-  if (cond.rank() != 1) return ctx.error("condition must be 1-d, got ", shapeToString(cond.shape()));
+  if (cond.rank() != 1)
+    return ctx.error("condition must be 1-d, got ", shapeToString(cond.shape()));
   std::vector<bool> keep = nonZeroMask(cond);
   // Without an axis the input is flattened first.
   Tensor src = ctx.node().hasAttr("axis") ? x : x.reshaped({x.numel()});
@@ -165,8 +166,9 @@ Status triluKernel(KernelContext &ctx) {
   if (x.rank() < 2) return ctx.error("input must have rank >= 2, got ", x.rank());
   int64_t k = 0;
   if (ctx.has(1)) {
-    KILN_ASSIGN_OR_RETURN(double kv, readScalar(ctx, 1, "k"));
-    k = static_cast<int64_t>(kv);
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kv, readIntsInput(ctx, 1, "k"));
+    if (kv.size() != 1) return ctx.error("k must hold one value, got ", kv.size());
+    k = kv[0];
   }
   bool upper = ctx.node().getInt("upper") != 0;
   int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
@@ -225,8 +227,11 @@ Status eyeLikeKernel(KernelContext &ctx) {
   if (dtype == DType::String) return ctx.error("dtype must not be string");
   int64_t k = ctx.node().getInt("k"), rows = x.dim(0), cols = x.dim(1);
   Tensor out(dtype, x.shape());
-  for (int64_t i = 0; i < rows; ++i)
-    if (i + k >= 0 && i + k < cols) out.setDouble(i * cols + i + k, 1.0);
+  // Row i has its one at column i + k; |k| beyond the matrix leaves zeros
+  // (and is kept away from the addition, which could overflow).
+  if (k > -rows && k < cols)
+    for (int64_t i = 0; i < rows; ++i)
+      if (i + k >= 0 && i + k < cols) out.setDouble(i * cols + i + k, 1.0);
   ctx.setOutput(0, std::move(out));
   return Status::success();
 }
@@ -266,9 +271,8 @@ Status bernoulliKernel(KernelContext &ctx) {
   const Tensor &p = ctx.in(0);
   if (!isFloat(p.dtype())) return ctx.error("probabilities must be floats");
   std::uniform_real_distribution<double> dist(0.0, 1.0);
-  return randomLike(ctx, [&](std::mt19937_64 &e, int64_t i) {
-    return dist(e) < p.getDouble(i) ? 1.0 : 0.0;
-  });
+  return randomLike(
+      ctx, [&](std::mt19937_64 &e, int64_t i) { return dist(e) < p.getDouble(i) ? 1.0 : 0.0; });
 }
 
 } // namespace

@@ -244,9 +244,11 @@ Status layerNormKernel(KernelContext &ctx) {
   // Mean and InvStdDev keep the reduced axes as 1s, in the stash type.
   Shape64 statShape = outer;
   statShape.resize(x.rank(), 1);
-  DType stash = dtypeFromOnnx(static_cast<int>(ctx.node().getInt("stash_type"))).value_or(DType::F32);
+  DType stash =
+      dtypeFromOnnx(static_cast<int>(ctx.node().getInt("stash_type"))).value_or(DType::F32);
   if (!isFloat(stash)) stash = DType::F32;
-  if (ctx.numOutputs() > 1) ctx.setOutput(1, convertTensor(Tensor::fromVector(means, statShape), stash));
+  if (ctx.numOutputs() > 1)
+    ctx.setOutput(1, convertTensor(Tensor::fromVector(means, statShape), stash));
   if (ctx.numOutputs() > 2)
     ctx.setOutput(2, convertTensor(Tensor::fromVector(invStds, statShape), stash));
   return Status::success();
@@ -274,7 +276,8 @@ Status lrnKernel(KernelContext &ctx) {
       for (int64_t ch = 0; ch < c; ++ch)
         for (int64_t i = 0; i < plane; ++i) {
           Acc sq = 0;
-          for (int64_t k = std::max<int64_t>(0, ch - before); k <= std::min(c - 1, ch + after); ++k) {
+          for (int64_t k = std::max<int64_t>(0, ch - before); k <= std::min(c - 1, ch + after);
+               ++k) {
             Acc v = static_cast<Acc>(src[(b * c + k) * plane + i]);
             sq += v * v;
           }
@@ -291,8 +294,8 @@ Status lrnKernel(KernelContext &ctx) {
 // y = (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9), statistics over `axes`.
 Status mvnKernel(KernelContext &ctx) {
   const Tensor &x = ctx.in(0);
-  std::vector<int64_t> axes = ctx.node().hasAttr("axes") ? ctx.node().getInts("axes")
-                                                         : std::vector<int64_t>{0, 2, 3};
+  std::vector<int64_t> axes =
+      ctx.node().hasAttr("axes") ? ctx.node().getInts("axes") : std::vector<int64_t>{0, 2, 3};
   Shape64 statShape = x.shape();
   for (int64_t a : axes) {
     KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, a, x.rank()));

@@ -86,8 +86,7 @@ template <class T, class F> void forEachWindow(const PoolPlan &p, const T *x, T 
   }
 }
 
-template <class T> Tensor averagePool(const PoolPlan &p, const Tensor &x, bool f64,
-                                      bool countPad) {
+template <class T> Tensor averagePool(const PoolPlan &p, const Tensor &x, bool f64, bool countPad) {
   Tensor y(x.dtype(), poolOutShape(p));
   auto run = [&](auto accTag) {
     using Acc = decltype(accTag);
@@ -160,8 +159,8 @@ int64_t argmaxIndex(const PoolPlan &p, int64_t plane, int64_t offset, bool colum
   return plane * p.inPlane + index;
 }
 
-template <class T> void maxPool(const PoolPlan &p, const Tensor &x, Tensor &y, Tensor *indices,
-                                bool columnMajor) {
+template <class T>
+void maxPool(const PoolPlan &p, const Tensor &x, Tensor &y, Tensor *indices, bool columnMajor) {
   using C = ComputeType<T>;
   int64_t *idx = indices ? indices->data<int64_t>() : nullptr;
   forEachWindow(p, x.data<T>(), y.data<T>(), [&](int64_t plane, const T *src, int64_t o) {
@@ -175,7 +174,9 @@ template <class T> void maxPool(const PoolPlan &p, const Tensor &x, Tensor &y, T
         bestOffset = p.taps[t];
       }
     }
-    if (idx) idx[plane * p.outPlane + o] = bestOffset < 0 ? -1 : argmaxIndex(p, plane, bestOffset, columnMajor);
+    if (idx)
+      idx[plane * p.outPlane + o] =
+          bestOffset < 0 ? -1 : argmaxIndex(p, plane, bestOffset, columnMajor);
     return static_cast<T>(best);
   });
 }
@@ -248,21 +249,21 @@ Status globalPool(KernelContext &ctx, GlobalKind kind) {
   return Status::success();
 }
 
-Status globalAveragePoolKernel(KernelContext &ctx) { return globalPool(ctx, GlobalKind::Average); }
-Status globalMaxPoolKernel(KernelContext &ctx) { return globalPool(ctx, GlobalKind::Max); }
-Status globalLpPoolKernel(KernelContext &ctx) { return globalPool(ctx, GlobalKind::Lp); }
+Status globalAveragePoolKernel(KernelContext &ctx) {
+  return globalPool(ctx, GlobalKind::Average);
+}
+Status globalMaxPoolKernel(KernelContext &ctx) {
+  return globalPool(ctx, GlobalKind::Max);
+}
+Status globalLpPoolKernel(KernelContext &ctx) {
+  return globalPool(ctx, GlobalKind::Lp);
+}
 
 // ---- MaxUnpool ----------------------------------------------------------------
 
-// The default output shape: each spatial dim is what a MaxPool with these
-// attributes would have pooled from.
-Expected<Shape64> unpoolShape(const KernelContext &ctx, const Tensor &x) {
-  if (ctx.has(2)) {
-    Shape64 shape = toInt64s(ctx.in(2));
-    if (static_cast<int64_t>(shape.size()) != x.rank())
-      return ctx.error("output_shape has ", shape.size(), " values, expected ", x.rank());
-    return shape;
-  }
+// The shape MaxPool with these attributes would have pooled x from: the
+// space the indices point into.
+Expected<Shape64> unpooledShape(const KernelContext &ctx, const Tensor &x) {
   KILN_ASSIGN_OR_RETURN(Shape64 in, spatialDims(ctx, x, "input X"));
   size_t n = in.size();
   Shape64 kernel = ctx.node().getInts("kernel_shape");
@@ -271,29 +272,54 @@ Expected<Shape64> unpoolShape(const KernelContext &ctx, const Tensor &x) {
   KILN_ASSIGN_OR_RETURN(Shape64 strides, spatialAttr(ctx, "strides", n, 1));
   KILN_ASSIGN_OR_RETURN(Shape64 pads, spatialAttr(ctx, "pads", 2 * n, 0));
   Shape64 shape = {x.dim(0), x.dim(1)};
-  for (size_t d = 0; d < n; ++d)
+  for (size_t d = 0; d < n; ++d) {
     shape.push_back((in[d] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + n]);
+    if (shape.back() < 0) return ctx.error("unpooled shape ", shapeToString(shape), " is negative");
+  }
   return shape;
 }
 
+// Y = zeros, Y[I[i]] = X[i]. The indices are flat positions in the unpooled
+// shape; an explicit output_shape input keeps each element's coordinates and
+// only changes the extent (as the ONNX reference outputs define it).
 Status maxUnpoolKernel(KernelContext &ctx) {
   const Tensor &x = ctx.in(0), &indices = ctx.in(1);
   if (indices.shape() != x.shape())
     return ctx.error("indices have shape ", shapeToString(indices.shape()),
                      ", expected the shape of X ", shapeToString(x.shape()));
-  KILN_ASSIGN_OR_RETURN(Shape64 shape, unpoolShape(ctx, x));
-  for (int64_t d : shape)
-    if (d < 0) return ctx.error("output shape ", shapeToString(shape), " has a negative dim");
-  Tensor y(x.dtype(), shape);
-  int64_t size = y.numel();
+  KILN_ASSIGN_OR_RETURN(Shape64 pooledFrom, unpooledShape(ctx, x));
+  Shape64 shape = pooledFrom;
+  if (ctx.has(2)) {
+    shape = toInt64s(ctx.in(2));
+    if (shape.size() != pooledFrom.size())
+      return ctx.error("output_shape has ", shape.size(), " values, expected ", pooledFrom.size());
+    for (int64_t d : shape)
+      if (d < 0) return ctx.error("output_shape ", shapeToString(shape), " has a negative dim");
+  }
+  // Flat index in pooledFrom -> flat index in shape, by coordinates.
+  std::vector<int64_t> target(x.numel());
+  int64_t from = numelOf(pooledFrom);
   for (int64_t i = 0; i < x.numel(); ++i) {
     int64_t at = indices.getInt(i);
-    if (at < 0 || at >= size)
-      return ctx.error("index ", at, " is out of range for output shape ", shapeToString(shape));
+    if (at < 0 || at >= from)
+      return ctx.error("index ", at, " is out of range for unpooled shape ",
+                       shapeToString(pooledFrom));
+    int64_t flat = 0, stride = 1;
+    for (size_t d = pooledFrom.size(); d-- > 0;) {
+      int64_t coord = at % pooledFrom[d];
+      at /= pooledFrom[d];
+      if (coord >= shape[d])
+        return ctx.error("index ", indices.getInt(i), " falls outside output shape ",
+                         shapeToString(shape));
+      flat += coord * stride;
+      stride *= shape[d];
+    }
+    target[i] = flat;
   }
+  Tensor y(x.dtype(), shape);
   KILN_RETURN_IF_ERROR(dispatchNumeric(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    for (int64_t i = 0; i < x.numel(); ++i) y.data<T>()[indices.getInt(i)] = x.data<T>()[i];
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<T>()[target[i]] = x.data<T>()[i];
   }));
   ctx.setOutput(0, std::move(y));
   return Status::success();

@@ -12,7 +12,9 @@
 
 namespace kiln {
 
-inline bool is8Bit(DType d) { return d == DType::U8 || d == DType::I8; }
+inline bool is8Bit(DType d) {
+  return d == DType::U8 || d == DType::I8;
+}
 
 // Saturates an already rounded value to Q's range (NaN becomes 0).
 template <class Q> Q saturate(double v) {
@@ -23,8 +25,8 @@ template <class Q> Q saturate(double v) {
 
 // A zero point that is one value for the whole tensor or one per channel
 // (`count` of them); an absent input means 0.
-inline Expected<std::vector<int32_t>> zeroPoints(const KernelContext &ctx, int input,
-                                                 int64_t count, const char *what) {
+inline Expected<std::vector<int32_t>> zeroPoints(const KernelContext &ctx, int input, int64_t count,
+                                                 const char *what) {
   if (!ctx.has(input)) return std::vector<int32_t>(count, 0);
   const Tensor &z = ctx.in(input);
   if (!isInt(z.dtype())) return ctx.error(what, " must be an integer tensor");
@@ -38,8 +40,7 @@ inline Expected<std::vector<int32_t>> zeroPoints(const KernelContext &ctx, int i
 
 // (t - zp[channel]) as int32, where channel = (index / channelSize) %
 // zp.size(): per-tensor, per-leading-axis or per-column zero points alike.
-inline Tensor minusZeroPoint(const Tensor &t, const std::vector<int32_t> &zp,
-                             int64_t channelSize) {
+inline Tensor minusZeroPoint(const Tensor &t, const std::vector<int32_t> &zp, int64_t channelSize) {
   Tensor out(DType::I32, t.shape());
   int32_t *o = out.data<int32_t>();
   int64_t channels = static_cast<int64_t>(zp.size());
@@ -50,8 +51,8 @@ inline Tensor minusZeroPoint(const Tensor &t, const std::vector<int32_t> &zp,
 }
 
 // A float scale that is one value for the whole tensor or one per channel.
-inline Expected<std::vector<double>> quantScales(const KernelContext &ctx, int input,
-                                                 int64_t count, const char *what) {
+inline Expected<std::vector<double>> quantScales(const KernelContext &ctx, int input, int64_t count,
+                                                 const char *what) {
   const Tensor &s = ctx.in(input);
   if (!isFloat(s.dtype())) return ctx.error(what, " must be a float tensor");
   if (s.numel() == 1) return std::vector<double>(count, s.getDouble(0));

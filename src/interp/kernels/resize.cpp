@@ -18,9 +18,12 @@
 // The output length of an axis is floor(length * scale) when scales are given
 // (like ONNX Runtime and the ONNX reference, the roi does not enter it), or
 // the requested size, adjusted by keep_aspect_ratio_policy. The coordinate
-// transform uses length_resized = length * scale as a real number, which is
-// what makes align_corners downsampling by a non-integral scale match the
-// reference.
+// transforms use length_resized = length * scale as a real number, as the
+// ONNX reference (and the conformance data made with it) does. ONNX Runtime
+// differs in two corners: it uses the integral output length there (visible
+// when length * scale is not an integer: align_corners, pytorch_half_pixel,
+// tf_crop_and_resize), and it skips a tf_crop_and_resize whose scales are
+// all 1 even when the roi crops.
 #include "interp/kernels/common.h"
 #include "interp/kernels/families.h"
 
@@ -52,11 +55,13 @@ struct ResizeParams {
   double extrapolation = 0;
 };
 
-// One axis: input and output lengths, the scale, and the roi (used by
+// One axis: input and output lengths, the scale, the real-valued resized
+// length the coordinate transforms use (inLen * scale; exactly outLen when
+// sizes are given without keep_aspect_ratio_policy) and the roi (used by
 // tf_crop_and_resize only).
 struct AxisSpec {
   int64_t inLen = 0, outLen = 0;
-  double scale = 1;
+  double scale = 1, resized = 0;
   double roiStart = 0, roiEnd = 1;
 };
 
@@ -72,10 +77,14 @@ Expected<ResizeParams> readParams(const KernelContext &ctx) {
   const Node &node = ctx.node();
   ResizeParams p;
   std::string mode = node.getString("mode");
-  if (mode == "nearest") p.mode = Mode::Nearest;
-  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") p.mode = Mode::Linear;
-  else if (mode == "cubic" || mode == "bicubic") p.mode = Mode::Cubic;
-  else return ctx.error("unknown mode '", mode, "'");
+  if (mode == "nearest")
+    p.mode = Mode::Nearest;
+  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+    p.mode = Mode::Linear;
+  else if (mode == "cubic" || mode == "bicubic")
+    p.mode = Mode::Cubic;
+  else
+    return ctx.error("unknown mode '", mode, "'");
 
   static const std::pair<const char *, Coord> coords[] = {
       {"half_pixel", Coord::HalfPixel},
@@ -93,11 +102,16 @@ Expected<ResizeParams> readParams(const KernelContext &ctx) {
   p.coord = c->second;
 
   std::string rounding = node.getString("nearest_mode");
-  if (rounding == "round_prefer_floor") p.rounding = Rounding::RoundPreferFloor;
-  else if (rounding == "round_prefer_ceil") p.rounding = Rounding::RoundPreferCeil;
-  else if (rounding == "floor") p.rounding = Rounding::Floor;
-  else if (rounding == "ceil") p.rounding = Rounding::Ceil;
-  else return ctx.error("unknown nearest_mode '", rounding, "'");
+  if (rounding == "round_prefer_floor")
+    p.rounding = Rounding::RoundPreferFloor;
+  else if (rounding == "round_prefer_ceil")
+    p.rounding = Rounding::RoundPreferCeil;
+  else if (rounding == "floor")
+    p.rounding = Rounding::Floor;
+  else if (rounding == "ceil")
+    p.rounding = Rounding::Ceil;
+  else
+    return ctx.error("unknown nearest_mode '", rounding, "'");
 
   p.cubicA = node.getFloat("cubic_coeff_a");
   p.excludeOutside = node.getInt("exclude_outside") != 0;
@@ -113,7 +127,9 @@ Expected<ResizeParams> readParams(const KernelContext &ctx) {
 constexpr double kMaxLength = 1LL << 40;
 
 // True when optional input `slot` is given and not empty.
-bool given(const KernelContext &ctx, int slot) { return ctx.has(slot) && ctx.in(slot).numel() > 0; }
+bool given(const KernelContext &ctx, int slot) {
+  return ctx.has(slot) && ctx.in(slot).numel() > 0;
+}
 
 // The resized axes (the axes attribute, or all of them).
 Expected<std::vector<int64_t>> readAxes(const KernelContext &ctx, int64_t rank) {
@@ -148,8 +164,10 @@ Status readScalesOrSizes(const KernelContext &ctx, const std::vector<int64_t> &a
       s.scale = static_cast<double>(static_cast<float>(t.getDouble(i)));
       if (!(s.scale > 0)) return ctx.error("scales must be positive, got ", s.scale);
       double len = std::floor(static_cast<double>(s.inLen) * s.scale);
-      if (len > kMaxLength) return ctx.error("scale ", s.scale, " makes axis ", axes[i], " too long");
+      if (len > kMaxLength)
+        return ctx.error("scale ", s.scale, " makes axis ", axes[i], " too long");
       s.outLen = static_cast<int64_t>(len);
+      s.resized = static_cast<double>(s.inLen) * s.scale;
     }
     return Status::success();
   }
@@ -169,6 +187,7 @@ Status readScalesOrSizes(const KernelContext &ctx, const std::vector<int64_t> &a
     AxisSpec &s = spec[axes[i]];
     s.scale = s.inLen == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(s.inLen);
     s.outLen = sizes[i];
+    s.resized = static_cast<double>(sizes[i]);
     common = policy == "not_larger" ? std::min(common, s.scale) : std::max(common, s.scale);
   }
   if (policy == "stretch") return Status::success();
@@ -179,6 +198,7 @@ Status readScalesOrSizes(const KernelContext &ctx, const std::vector<int64_t> &a
     double len = std::floor(common * static_cast<double>(s.inLen) + 0.5);
     if (len > kMaxLength) return ctx.error("sizes make axis ", a, " too long");
     s.outLen = static_cast<int64_t>(len);
+    s.resized = common * static_cast<double>(s.inLen);
   }
   return Status::success();
 }
@@ -186,8 +206,7 @@ Status readScalesOrSizes(const KernelContext &ctx, const std::vector<int64_t> &a
 // The roi of each resized axis (tf_crop_and_resize only).
 Status readRoi(const KernelContext &ctx, const std::vector<int64_t> &axes,
                std::vector<AxisSpec> &spec) {
-  if (!given(ctx, 1))
-    return ctx.error("tf_crop_and_resize needs the roi input");
+  if (!given(ctx, 1)) return ctx.error("tf_crop_and_resize needs the roi input");
   const Tensor &roi = ctx.in(1);
   size_t n = axes.size();
   if (static_cast<size_t>(roi.numel()) != 2 * n)
@@ -204,25 +223,30 @@ Status readRoi(const KernelContext &ctx, const std::vector<int64_t> &axes,
 // The source coordinate of output index x; sets `outside` for
 // tf_crop_and_resize coordinates outside the input.
 double sourceCoord(Coord coord, const AxisSpec &s, double x, bool &outside) {
-  double inLen = static_cast<double>(s.inLen), resized = s.scale * inLen;
+  double inLen = static_cast<double>(s.inLen), resized = s.resized;
   outside = false;
   switch (coord) {
-  case Coord::HalfPixel: return (x + 0.5) / s.scale - 0.5;
+  case Coord::HalfPixel:
+    return (x + 0.5) / s.scale - 0.5;
   case Coord::HalfPixelSymmetric: {
     // Centers the (possibly truncated) output canvas on the input.
     double adjustment = static_cast<double>(s.outLen) / resized;
     double offset = inLen / 2 * (1 - adjustment);
     return offset + (x + 0.5) / s.scale - 0.5;
   }
-  case Coord::PytorchHalfPixel: return resized > 1 ? (x + 0.5) / s.scale - 0.5 : 0.0;
-  case Coord::AlignCorners: return resized == 1 ? 0.0 : x * (inLen - 1) / (resized - 1);
-  case Coord::Asymmetric: return x / s.scale;
-  case Coord::TfHalfPixelForNn: return (x + 0.5) / s.scale;
+  case Coord::PytorchHalfPixel:
+    return resized > 1 ? (x + 0.5) / s.scale - 0.5 : 0.0;
+  case Coord::AlignCorners:
+    return resized == 1 ? 0.0 : x * (inLen - 1) / (resized - 1);
+  case Coord::Asymmetric:
+    return x / s.scale;
+  case Coord::TfHalfPixelForNn:
+    return (x + 0.5) / s.scale;
   case Coord::TfCropAndResize: {
     double span = (s.roiEnd - s.roiStart) * (inLen - 1);
     double v = resized > 1 ? s.roiStart * (inLen - 1) + x * span / (resized - 1)
                            : s.roiStart * (inLen - 1) + span / 2;
-    outside = v < 0 || v > inLen - 1;
+    outside = !(v >= 0 && v <= inLen - 1); // NaN (a NaN roi) is outside too
     return v;
   }
   }
@@ -231,10 +255,14 @@ double sourceCoord(Coord coord, const AxisSpec &s, double x, bool &outside) {
 
 int64_t roundNearest(Rounding r, double v) {
   switch (r) {
-  case Rounding::RoundPreferFloor: return static_cast<int64_t>(std::ceil(v - 0.5));
-  case Rounding::RoundPreferCeil: return static_cast<int64_t>(std::floor(v + 0.5));
-  case Rounding::Floor: return static_cast<int64_t>(std::floor(v));
-  case Rounding::Ceil: return static_cast<int64_t>(std::ceil(v));
+  case Rounding::RoundPreferFloor:
+    return static_cast<int64_t>(std::ceil(v - 0.5));
+  case Rounding::RoundPreferCeil:
+    return static_cast<int64_t>(std::floor(v + 0.5));
+  case Rounding::Floor:
+    return static_cast<int64_t>(std::floor(v));
+  case Rounding::Ceil:
+    return static_cast<int64_t>(std::ceil(v));
   }
   return 0;
 }
@@ -250,8 +278,7 @@ double cubicKernel(double x, double a) {
 // Interpolation weights of the input indices base + first, base + first + 1,
 // ... around a coordinate base + ratio, ratio in (0, 1]. Antialiasing
 // stretches the kernel by 1 / scale when downsampling (and normalizes).
-int64_t filterWeights(const ResizeParams &p, double ratio, double scale,
-                      std::vector<double> &w) {
+int64_t filterWeights(const ResizeParams &p, double ratio, double scale, std::vector<double> &w) {
   w.clear();
   bool stretch = p.antialias && scale < 1;
   double s = stretch ? scale : 1.0;
@@ -370,7 +397,8 @@ Tensor interpolate(const Tensor &x, const std::vector<std::vector<Taps>> &taps,
                    const Shape64 &outShape, double extrapolation) {
   std::vector<A> cur(x.numel());
   const T *src = x.data<T>();
-  for (int64_t i = 0; i < x.numel(); ++i) cur[i] = static_cast<A>(static_cast<ComputeType<T>>(src[i]));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    cur[i] = static_cast<A>(static_cast<ComputeType<T>>(src[i]));
   Shape64 shape = x.shape();
   for (size_t a = shape.size(); a-- > 0;) {
     if (isIdentity(taps[a], shape[a])) continue;
@@ -423,7 +451,10 @@ Status resizeKernel(KernelContext &ctx) {
   }
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, readAxes(ctx, rank));
   std::vector<AxisSpec> spec(rank);
-  for (int64_t a = 0; a < rank; ++a) spec[a].inLen = spec[a].outLen = x.dim(a);
+  for (int64_t a = 0; a < rank; ++a) {
+    spec[a].inLen = spec[a].outLen = x.dim(a);
+    spec[a].resized = static_cast<double>(x.dim(a));
+  }
   KILN_RETURN_IF_ERROR(readScalesOrSizes(ctx, axes, spec));
   if (p.coord == Coord::TfCropAndResize) KILN_RETURN_IF_ERROR(readRoi(ctx, axes, spec));
 
@@ -451,6 +482,8 @@ Status resizeKernel(KernelContext &ctx) {
 
 } // namespace
 
-void registerResizeKernels(KernelTable &t) { t.add(OpKind::Resize, resizeKernel); }
+void registerResizeKernels(KernelTable &t) {
+  t.add(OpKind::Resize, resizeKernel);
+}
 
 } // namespace kiln

@@ -5,10 +5,11 @@
 // direction walks the time steps (backwards for the reverse direction) and
 // calls the op's cell once per batch row and step. A batch row whose
 // sequence_lens entry ends before step t keeps its state and gets zeros in
-// Y, so Y_h / Y_c hold each row's last valid state. Gate pre-activations are
-// dot products accumulated in the compute type (float for f32/f16/bf16,
-// double for f64 or under InterpOptions::accumulateF64), in the order the ONNX
-// equations (and the numpy scripts that made the test data) write them.
+// Y, so Y_h / Y_c hold each row's last valid state (zeros for an empty
+// sequence). Gate pre-activations are dot products accumulated in the
+// compute type (float for f32/f16/bf16, double for f64 or under
+// InterpOptions::accumulateF64), in the order the ONNX equations (and the
+// numpy scripts that made the test data) write them.
 #include "interp/kernels/common.h"
 #include "interp/kernels/families.h"
 
@@ -65,16 +66,26 @@ struct Activation {
   template <class C> C operator()(C x) const {
     C a = static_cast<C>(alpha), b = static_cast<C>(beta);
     switch (kind) {
-    case ActKind::Relu: return std::max(x, C(0));
-    case ActKind::Tanh: return std::tanh(x);
-    case ActKind::Sigmoid: return C(1) / (C(1) + std::exp(-x));
-    case ActKind::Affine: return a * x + b;
-    case ActKind::LeakyRelu: return x >= C(0) ? x : a * x;
-    case ActKind::ThresholdedRelu: return x > a ? x : C(0);
-    case ActKind::ScaledTanh: return a * std::tanh(b * x);
-    case ActKind::HardSigmoid: return std::clamp(a * x + b, C(0), C(1));
-    case ActKind::Elu: return x >= C(0) ? x : a * (std::exp(x) - C(1));
-    case ActKind::Softsign: return x / (C(1) + std::abs(x));
+    case ActKind::Relu:
+      return std::max(x, C(0));
+    case ActKind::Tanh:
+      return std::tanh(x);
+    case ActKind::Sigmoid:
+      return C(1) / (C(1) + std::exp(-x));
+    case ActKind::Affine:
+      return a * x + b;
+    case ActKind::LeakyRelu:
+      return x >= C(0) ? x : a * x;
+    case ActKind::ThresholdedRelu:
+      return x > a ? x : C(0);
+    case ActKind::ScaledTanh:
+      return a * std::tanh(b * x);
+    case ActKind::HardSigmoid:
+      return std::clamp(a * x + b, C(0), C(1));
+    case ActKind::Elu:
+      return x >= C(0) ? x : a * (std::exp(x) - C(1));
+    case ActKind::Softsign:
+      return x / (C(1) + std::abs(x));
     case ActKind::Softplus: // log(1 + e^x) without overflow for large x
       return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
     }
@@ -91,9 +102,8 @@ std::string lowerCase(std::string s) {
 // forward direction first. A list of just `perDir` names serves both
 // directions of a bidirectional layer. activation_alpha / activation_beta are
 // consumed in list order by the functions that take them.
-Expected<std::vector<Activation>> readActivations(const KernelContext &ctx,
-                                                  const std::vector<std::string> &defaults,
-                                                  int64_t dirs) {
+Expected<std::vector<Activation>>
+readActivations(const KernelContext &ctx, const std::vector<std::string> &defaults, int64_t dirs) {
   const Node &node = ctx.node();
   size_t perDir = defaults.size();
   std::vector<std::string> names = node.getStrings("activations");
@@ -168,9 +178,12 @@ Expected<RnnDims> readDims(const KernelContext &ctx, int64_t gates) {
   if (layout != 0 && layout != 1) return ctx.error("layout must be 0 or 1, got ", layout);
   d.batchFirst = layout == 1;
   std::string direction = node.getString("direction");
-  if (direction == "bidirectional") d.dirs = 2;
-  else if (direction == "reverse") d.reverseOnly = true;
-  else if (direction != "forward") return ctx.error("unknown direction '", direction, "'");
+  if (direction == "bidirectional")
+    d.dirs = 2;
+  else if (direction == "reverse")
+    d.reverseOnly = true;
+  else if (direction != "forward")
+    return ctx.error("unknown direction '", direction, "'");
 
   const Tensor &x = ctx.in(kX), &w = ctx.in(kW), &r = ctx.in(kR);
   if (!isFloat(x.dtype())) return ctx.error("X must be a float tensor, got ", dtypeName(x.dtype()));
@@ -327,6 +340,15 @@ void runLayer(const Layer<C> &l, std::vector<C> &h, std::vector<C> &c, std::vect
       }
     }
   }
+  // A row with an empty sequence has no last state: ONNX does not say what
+  // Y_h / Y_c hold then; ONNX Runtime writes zeros, and so do we.
+  for (int64_t dir = 0; dir < d.dirs; ++dir)
+    for (int64_t b = 0; b < d.batch; ++b)
+      if (l.lens[b] == 0) {
+        int64_t s = (dir * d.batch + b) * d.hidden;
+        std::fill_n(&h[s], d.hidden, C(0));
+        std::fill_n(&c[s], d.hidden, C(0));
+      }
 }
 
 // Sets outputs Y (0), Y_h (1) and, when given, Y_c (2).
@@ -388,8 +410,7 @@ template <class C> struct GruCell {
   std::vector<C> z, r, rh, next;
 
   GruCell(DirParams<C> params, bool lbr)
-      : p(params), linearBeforeReset(lbr), z(p.hidden), r(p.hidden), rh(p.hidden),
-        next(p.hidden) {}
+      : p(params), linearBeforeReset(lbr), z(p.hidden), r(p.hidden), rh(p.hidden), next(p.hidden) {}
 
   void operator()(const C *x, C *h, C *) {
     int64_t H = p.hidden, I = p.input;

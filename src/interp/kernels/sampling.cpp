@@ -1,14 +1,14 @@
 // Interpreter kernels: GridSample, DepthToSpace and SpaceToDepth (Resize
 // lives in resize.cpp).
 //
-// GridSample follows PyTorch's grid_sampler as ONNX Runtime and the ONNX
-// reference do, for any number of spatial dims: the normalized grid
-// coordinates (x, y[, z], i.e. innermost axis first) are mapped to pixel
-// coordinates, rounded for nearest, clamped (border) or reflected
-// (reflection) when they fall outside the image, and then interpolated from
-// 1 (nearest), 2 (linear) or 4 (cubic, Keys a = -0.75) taps per axis, each tap
-// again subject to the padding mode. With zeros padding a tap outside the
-// image contributes nothing.
+// GridSample follows PyTorch's grid_sampler as ONNX Runtime does (the ONNX
+// reference differs in one corner, see GridAxis::source), for any number of
+// spatial dims: the normalized grid coordinates (x, y[, z], i.e. innermost
+// axis first) are mapped to pixel coordinates, rounded for nearest, clamped
+// (border) or reflected (reflection) when they fall outside the image, and
+// then interpolated from 1 (nearest), 2 (linear) or 4 (cubic, Keys
+// a = -0.75) taps per axis, each tap again subject to the padding mode. With
+// zeros padding a tap outside the image contributes nothing.
 //
 // DepthToSpace / SpaceToDepth are pure index permutations and work on every
 // dtype.
@@ -37,15 +37,23 @@ Expected<GridParams> readGridParams(const KernelContext &ctx) {
   const Node &node = ctx.node();
   GridParams p;
   std::string mode = node.getString("mode");
-  if (mode == "bilinear" || mode == "linear") p.mode = GridMode::Linear;
-  else if (mode == "nearest") p.mode = GridMode::Nearest;
-  else if (mode == "bicubic" || mode == "cubic") p.mode = GridMode::Cubic;
-  else return ctx.error("unknown mode '", mode, "'");
+  if (mode == "bilinear" || mode == "linear")
+    p.mode = GridMode::Linear;
+  else if (mode == "nearest")
+    p.mode = GridMode::Nearest;
+  else if (mode == "bicubic" || mode == "cubic")
+    p.mode = GridMode::Cubic;
+  else
+    return ctx.error("unknown mode '", mode, "'");
   std::string padding = node.getString("padding_mode");
-  if (padding == "zeros") p.padding = Padding::Zeros;
-  else if (padding == "border") p.padding = Padding::Border;
-  else if (padding == "reflection") p.padding = Padding::Reflection;
-  else return ctx.error("unknown padding_mode '", padding, "'");
+  if (padding == "zeros")
+    p.padding = Padding::Zeros;
+  else if (padding == "border")
+    p.padding = Padding::Border;
+  else if (padding == "reflection")
+    p.padding = Padding::Reflection;
+  else
+    return ctx.error("unknown padding_mode '", padding, "'");
   p.alignCorners = node.getInt("align_corners") != 0;
   return p;
 }
@@ -78,15 +86,21 @@ template <class A> struct GridAxis {
     hi = params.alignCorners ? static_cast<A>(len - 1) : static_cast<A>(len) - A(0.5);
   }
 
-  // Normalized [-1, 1] -> pixel coordinate, rounded for nearest, then
-  // clamped / reflected when outside the image.
-  A source(A v, bool roundHalfAway) const {
+  // Normalized [-1, 1] -> pixel coordinate, rounded for nearest (half to
+  // even, as ONNX Runtime does for every rank), then clamped (border) or
+  // reflected when outside the image. Cubic with border padding is not
+  // clamped: like PyTorch and ONNX Runtime it clamps each of its taps
+  // instead (the ONNX reference clamps the coordinate; the two differ only
+  // there).
+  A source(A v) const {
     A x = p->alignCorners ? (v + A(1)) / A(2) * static_cast<A>(len - 1)
                           : ((v + A(1)) * static_cast<A>(len) - A(1)) / A(2);
-    if (p->mode == GridMode::Nearest) x = roundHalfAway ? std::round(x) : std::nearbyint(x);
+    if (p->mode == GridMode::Nearest) x = std::nearbyint(x);
     if (x < lo || x > hi) {
-      if (p->padding == Padding::Border) x = std::clamp(x, A(0), static_cast<A>(len - 1));
-      else if (p->padding == Padding::Reflection) x = reflect(x, lo, hi);
+      if (p->padding == Padding::Border && p->mode != GridMode::Cubic)
+        x = std::clamp(x, A(0), static_cast<A>(len - 1));
+      else if (p->padding == Padding::Reflection)
+        x = reflect(x, lo, hi);
     }
     return x;
   }
@@ -159,7 +173,6 @@ Tensor gridSample(const Tensor &x, const Tensor &grid, const GridParams &p) {
   std::vector<GridAxis<A>> axes;
   for (size_t a = 0; a < r; ++a) axes.emplace_back(inSpatial[a], p);
   Shape64 planeStrides = stridesOf(inSpatial);
-  bool roundHalfAway = r == 3; // PyTorch's 3-d nearest uses std::round
   std::vector<double> g = toDoubles(grid);
   const T *src = x.data<T>();
   T *dst = out.data<T>();
@@ -171,7 +184,7 @@ Tensor gridSample(const Tensor &x, const Tensor &grid, const GridParams &p) {
       for (size_t a = 0; a < r; ++a) {
         // The grid lists coordinates innermost axis first.
         A v = static_cast<A>(coords[r - 1 - a]);
-        axes[a].taps(axes[a].source(v, roundHalfAway), axisTaps[a]);
+        axes[a].taps(axes[a].source(v), axisTaps[a]);
       }
       combineTaps(axisTaps, planeStrides, combos);
       for (int64_t c = 0; c < channels; ++c) {
@@ -191,17 +204,16 @@ Status gridSampleKernel(KernelContext &ctx) {
   if (x.rank() < 3) return ctx.error("X must have rank 3 or more, got ", shapeToString(x.shape()));
   int64_t r = x.rank() - 2;
   if (grid.rank() != r + 2 || grid.dim(0) != x.dim(0) || grid.dim(r + 1) != r)
-    return ctx.error("grid has shape ", shapeToString(grid.shape()), ", expected [",
-                     x.dim(0), ", <", r, " output dims>, ", r, "] for X of shape ",
-                     shapeToString(x.shape()));
+    return ctx.error("grid has shape ", shapeToString(grid.shape()), ", expected [", x.dim(0),
+                     ", <", r, " output dims>, ", r, "] for X of shape ", shapeToString(x.shape()));
   if (!isFloat(grid.dtype())) return ctx.error("grid must be a float tensor");
   for (int64_t a = 2; a < x.rank(); ++a)
     if (x.dim(a) == 0 && numelOf(grid.shape()) > 0)
       return ctx.error("cannot sample from an empty spatial axis");
   // Float X computes in float (double for f64 or accumulateF64); integer X in
   // double, the result truncated like the reference's astype.
-  bool f64 = ctx.options().accumulateF64 || !(x.dtype() == DType::F32 || x.dtype() == DType::F16 ||
-                                              x.dtype() == DType::BF16);
+  bool f64 = ctx.options().accumulateF64 ||
+             !(x.dtype() == DType::F32 || x.dtype() == DType::F16 || x.dtype() == DType::BF16);
   Tensor out;
   KILN_RETURN_IF_ERROR(dispatchNumeric(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);

@@ -32,8 +32,7 @@ Expected<const Tensor *> tensorInput(const KernelContext &ctx, int i) {
 Expected<int64_t> readPosition(const KernelContext &ctx, int i, size_t size, bool allowEnd) {
   KILN_ASSIGN_OR_RETURN(const Tensor *t, tensorInput(ctx, i));
   if (!isInt(t->dtype()) || t->numel() != 1)
-    return ctx.error("position must be a one-element integer tensor, got ",
-                     RtValue(*t).describe());
+    return ctx.error("position must be a one-element integer tensor, got ", RtValue(*t).describe());
   int64_t n = static_cast<int64_t>(size);
   int64_t pos = t->getInt(0);
   int64_t hi = allowEnd ? n : n - 1;
@@ -124,7 +123,8 @@ Expected<std::vector<int64_t>> splitLengths(const KernelContext &ctx, int64_t di
     int64_t chunk = lengths[0];
     if (chunk <= 0) return ctx.error("split must be positive, got ", chunk);
     lengths.clear();
-    for (int64_t start = 0; start < dim; start += chunk) lengths.push_back(std::min(chunk, dim - start));
+    for (int64_t start = 0; start < dim; start += chunk)
+      lengths.push_back(std::min(chunk, dim - start));
     return lengths;
   }
   int64_t total = 0;
@@ -166,8 +166,8 @@ Status concatFromSequenceKernel(KernelContext &ctx) {
   if (seq->empty()) return ctx.error("cannot concatenate an empty sequence");
   const bool newAxis = ctx.node().getInt("new_axis") != 0;
   const Tensor &first = (*seq)[0];
-  KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"),
-                                                  first.rank() + (newAxis ? 1 : 0)));
+  KILN_ASSIGN_OR_RETURN(
+      int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), first.rank() + (newAxis ? 1 : 0)));
   std::vector<Tensor> parts;
   for (size_t i = 0; i < seq->size(); ++i) {
     const Tensor &t = (*seq)[i];

@@ -30,8 +30,8 @@ Expected<Shape64> readShape(const KernelContext &ctx, int i) {
 
 Status constantOfShapeKernel(KernelContext &ctx) {
   KILN_ASSIGN_OR_RETURN(Shape64 shape, readShape(ctx, 0));
-  Tensor value = ctx.node().hasAttr("value") ? ctx.node().getTensor("value")
-                                             : Tensor::scalar<float>(0.0f);
+  Tensor value =
+      ctx.node().hasAttr("value") ? ctx.node().getTensor("value") : Tensor::scalar<float>(0.0f);
   if (value.numel() != 1)
     return ctx.error("value must hold one element, got shape ", shapeToString(value.shape()));
   Tensor out(value.dtype(), shape);
@@ -89,8 +89,11 @@ Status reshapeKernel(KernelContext &ctx) {
 Status flattenKernel(KernelContext &ctx) {
   const Tensor &x = ctx.in(0);
   int64_t axis = ctx.node().getInt("axis");
-  // Flatten's axis may equal the rank (everything goes to the first dim).
-  KILN_ASSIGN_OR_RETURN(axis, resolveAxis(ctx, axis, x.rank() + 1));
+  // Flatten's axis lies in [-rank, rank]: it may equal the rank (everything
+  // goes to the first dim), and negative values count from the rank.
+  if (axis < -x.rank() || axis > x.rank())
+    return ctx.error("axis ", axis, " is out of range for rank ", x.rank());
+  if (axis < 0) axis += x.rank();
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.dim(i);
   ctx.setOutput(0, x.reshaped({outer, inner}));
@@ -184,7 +187,8 @@ Status tileKernel(KernelContext &ctx) {
     return ctx.error("repeats has ", repeats.size(), " entries for an input of rank ", x.rank());
   Shape64 shape(x.rank());
   for (int64_t i = 0; i < x.rank(); ++i) {
-    if (repeats[i] < 0) return ctx.error("repeats ", shapeToString(repeats), " has a negative entry");
+    if (repeats[i] < 0)
+      return ctx.error("repeats ", shapeToString(repeats), " has a negative entry");
     shape[i] = x.dim(i) * repeats[i];
   }
   // Output index i along an axis reads input index i % dim.

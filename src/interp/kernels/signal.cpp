@@ -25,17 +25,24 @@ public:
   DftPlan(int64_t n, bool inverse) : n_(n), inverse_(inverse), twiddles_(n) {
     const double sign = inverse ? 1.0 : -1.0;
     for (int64_t m = 0; m < n; ++m) {
-      double angle = sign * 2.0 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(n);
+      double angle =
+          sign * 2.0 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(n);
       twiddles_[m] = Complex(std::cos(angle), std::sin(angle));
     }
   }
 
-  // out[k] for k < outCount from in[j] for j < inCount; inputs past inCount
-  // (up to n) are zeros, as when a signal is padded to the DFT length.
+  // out[k] for k < outCount <= n from in[j] for j < inCount; inputs past
+  // inCount (up to n) are zeros, as when a signal is padded to the DFT
+  // length. The twiddle index (k * j) mod n is stepped, not recomputed.
   void run(const Complex *in, int64_t inCount, Complex *out, int64_t outCount) const {
     for (int64_t k = 0; k < outCount; ++k) {
       Complex sum = 0;
-      for (int64_t j = 0; j < inCount; ++j) sum += in[j] * twiddles_[(k * j) % n_];
+      int64_t index = 0;
+      for (int64_t j = 0; j < inCount; ++j) {
+        sum += in[j] * twiddles_[index];
+        index += k;
+        if (index >= n_) index -= n_;
+      }
       out[k] = inverse_ ? sum / static_cast<double>(n_) : sum;
     }
   }
@@ -73,8 +80,7 @@ Tensor fromDoubles(const std::vector<double> &v, Shape64 shape, DType dtype) {
 Expected<DType> outputDType(const KernelContext &ctx) {
   int64_t code = ctx.node().getInt("output_datatype");
   auto d = dtypeFromOnnx(static_cast<int>(code));
-  if (!d || !isNumeric(*d))
-    return ctx.error("output_datatype ", code, " is not a numeric dtype");
+  if (!d || !isNumeric(*d)) return ctx.error("output_datatype ", code, " is not a numeric dtype");
   return *d;
 }
 
@@ -138,7 +144,8 @@ void hermitianExtend(std::vector<Complex> &line, int64_t count, int64_t n) {
 
 Status dftKernel(KernelContext &ctx) {
   const Tensor &x = ctx.in(0);
-  if (!isFloat(x.dtype())) return ctx.error("input must be a float tensor, got ", dtypeName(x.dtype()));
+  if (!isFloat(x.dtype()))
+    return ctx.error("input must be a float tensor, got ", dtypeName(x.dtype()));
   KILN_ASSIGN_OR_RETURN(DftSetup s, dftSetup(ctx));
   const int64_t channels = x.dim(x.rank() - 1), outChannels = s.irfft ? 1 : 2;
   Shape64 outShape = x.shape();
@@ -184,7 +191,8 @@ Status dftKernel(KernelContext &ctx) {
 // frame_length? -> [batch, frames, bins, 2].
 Status stftKernel(KernelContext &ctx) {
   const Tensor &x = ctx.in(0);
-  if (!isFloat(x.dtype())) return ctx.error("signal must be a float tensor, got ", dtypeName(x.dtype()));
+  if (!isFloat(x.dtype()))
+    return ctx.error("signal must be a float tensor, got ", dtypeName(x.dtype()));
   if (x.rank() != 3 || (x.dim(2) != 1 && x.dim(2) != 2))
     return ctx.error("signal must have shape [batch, length, 1 or 2], got ",
                      shapeToString(x.shape()));
@@ -244,13 +252,9 @@ Status cosineWindow(KernelContext &ctx, double a0, double a1, double a2) {
   const bool periodic = ctx.node().getInt("periodic") != 0;
   const double denom = static_cast<double>(periodic ? size : size - 1);
   std::vector<double> w(size);
+  // A symmetric window of one point divides 0 by 0: NaN, as the ONNX
+  // formula (and ONNX Runtime) give.
   for (int64_t n = 0; n < size; ++n) {
-    // A symmetric window of one point has N = 0; its value is the limit, 1
-    // (numpy's convention).
-    if (denom == 0) {
-      w[n] = 1.0;
-      continue;
-    }
     double x = 2.0 * std::numbers::pi * static_cast<double>(n) / denom;
     w[n] = a0 - a1 * std::cos(x) + a2 * std::cos(2.0 * x);
   }
@@ -258,16 +262,24 @@ Status cosineWindow(KernelContext &ctx, double a0, double a1, double a2) {
   return Status::success();
 }
 
-Status hannWindowKernel(KernelContext &ctx) { return cosineWindow(ctx, 0.5, 0.5, 0.0); }
+Status hannWindowKernel(KernelContext &ctx) {
+  return cosineWindow(ctx, 0.5, 0.5, 0.0);
+}
 Status hammingWindowKernel(KernelContext &ctx) {
   return cosineWindow(ctx, 25.0 / 46.0, 21.0 / 46.0, 0.0);
 }
-Status blackmanWindowKernel(KernelContext &ctx) { return cosineWindow(ctx, 0.42, 0.5, 0.08); }
+Status blackmanWindowKernel(KernelContext &ctx) {
+  return cosineWindow(ctx, 0.42, 0.5, 0.08);
+}
 
 // ---- MelWeightMatrix -------------------------------------------------------------
 
-double hertzToMel(double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); }
-double melToHertz(double mel) { return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0); }
+double hertzToMel(double hz) {
+  return 2595.0 * std::log10(1.0 + hz / 700.0);
+}
+double melToHertz(double mel) {
+  return 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
+}
 
 // [dft_length / 2 + 1, num_mel_bins]: triangular filters with peak 1 whose
 // corners are num_mel_bins + 2 points evenly spaced on the mel scale from
@@ -284,23 +296,26 @@ Status melWeightMatrixKernel(KernelContext &ctx) {
     return ctx.error("num_mel_bins, dft_length and sample_rate must be positive, got ", numMel,
                      ", ", dftLength, ", ", sampleRate);
   if (lowerHz < 0 || upperHz < lowerHz)
-    return ctx.error("edges must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz, got ",
-                     lowerHz, " and ", upperHz);
+    return ctx.error("edges must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz, got ", lowerHz,
+                     " and ", upperHz);
 
   const int64_t numBins = dftLength / 2 + 1;
+  auto binOf = [&](double hz) {
+    return static_cast<int64_t>(
+        std::floor(static_cast<double>(dftLength + 1) * hz / static_cast<double>(sampleRate)));
+  };
+  // Every corner lies between the edges' bins, so checking those suffices.
+  if (binOf(upperHz) >= numBins)
+    return ctx.error("upper_edge_hertz ", upperHz, " maps to DFT bin ", binOf(upperHz),
+                     ", past the last bin (", numBins - 1, ") of dft_length ", dftLength,
+                     " at sample_rate ", sampleRate);
   const double lowMel = hertzToMel(lowerHz);
   const double melStep = (hertzToMel(upperHz) - lowMel) / static_cast<double>(numMel + 2);
   std::vector<int64_t> corner(numMel + 2);
-  for (int64_t i = 0; i < numMel + 2; ++i) {
-    double hz = melToHertz(static_cast<double>(i) * melStep + lowMel);
-    corner[i] = static_cast<int64_t>(
-        std::floor(static_cast<double>(dftLength + 1) * hz / static_cast<double>(sampleRate)));
-  }
+  for (int64_t i = 0; i < numMel + 2; ++i)
+    corner[i] = binOf(melToHertz(static_cast<double>(i) * melStep + lowMel));
   std::vector<double> out(numBins * numMel, 0.0);
-  // Corners past the last bin (upper edge above Nyquist) are clipped away.
-  auto set = [&](int64_t bin, int64_t mel, double v) {
-    if (bin >= 0 && bin < numBins) out[bin * numMel + mel] = v;
-  };
+  auto set = [&](int64_t bin, int64_t mel, double v) { out[bin * numMel + mel] = v; };
   for (int64_t m = 0; m < numMel; ++m) {
     const int64_t left = corner[m], center = corner[m + 1], right = corner[m + 2];
     if (center == left) {

@@ -19,11 +19,15 @@ int64_t dimProduct(const Shape64 &s, int64_t from, int64_t to) {
   return n;
 }
 
-// Copies n elements between tensors of the same dtype.
-void copyBlock(const Tensor &src, int64_t srcOff, Tensor &dst, int64_t dstOff, int64_t n) {
+// Copies `rows` rows of `len` elements between tensors of the same dtype:
+// row r goes from src[srcOff + r * srcStride] to dst[dstOff + r * dstStride].
+void copyRows(const Tensor &src, int64_t srcOff, int64_t srcStride, Tensor &dst, int64_t dstOff,
+              int64_t dstStride, int64_t rows, int64_t len) {
   visitDType(src.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    std::copy_n(src.data<T>() + srcOff, n, dst.data<T>() + dstOff);
+    const T *from = src.data<T>() + srcOff;
+    T *to = dst.data<T>() + dstOff;
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(from + r * srcStride, len, to + r * dstStride);
   });
 }
 
@@ -51,7 +55,8 @@ Status concatKernel(KernelContext &ctx) {
       return ctx.error("inputs have different dtypes (", dtypeName(first.dtype()), " and ",
                        dtypeName(t->dtype()), ")");
     bool same = t->rank() == first.rank();
-    for (int64_t i = 0; same && i < first.rank(); ++i) same = i == axis || t->dim(i) == first.dim(i);
+    for (int64_t i = 0; same && i < first.rank(); ++i)
+      same = i == axis || t->dim(i) == first.dim(i);
     if (!same)
       return ctx.error("cannot concatenate shapes ", shapeToString(first.shape()), " and ",
                        shapeToString(t->shape()), " on axis ", axis);
@@ -59,13 +64,13 @@ Status concatKernel(KernelContext &ctx) {
   }
   Tensor out(first.dtype(), shape);
   int64_t outer = dimProduct(shape, 0, axis), inner = dimProduct(shape, axis + 1, first.rank());
-  int64_t dst = 0;
-  for (int64_t o = 0; o < outer; ++o)
-    for (const Tensor *t : parts) {
-      int64_t chunk = t->dim(axis) * inner;
-      copyBlock(*t, o * chunk, out, dst, chunk);
-      dst += chunk;
-    }
+  // Each input fills a column band of the [outer, shape[axis] * inner] rows.
+  int64_t rowLen = shape[axis] * inner, begin = 0;
+  for (const Tensor *t : parts) {
+    int64_t chunk = t->dim(axis) * inner;
+    copyRows(*t, 0, chunk, out, begin, rowLen, outer, chunk);
+    begin += chunk;
+  }
   ctx.setOutput(0, std::move(out));
   return Status::success();
 }
@@ -110,7 +115,7 @@ Status splitKernel(KernelContext &ctx) {
     shape[axis] = sizes[k];
     Tensor out(x.dtype(), shape);
     int64_t chunk = sizes[k] * inner;
-    for (int64_t o = 0; o < outer; ++o) copyBlock(x, o * rowLen + begin, out, o * chunk, chunk);
+    copyRows(x, begin, rowLen, out, 0, chunk, outer, chunk);
     begin += chunk;
     ctx.setOutput(static_cast<int>(k), std::move(out));
   }
@@ -131,14 +136,16 @@ SliceAxis clampSlice(int64_t start, int64_t end, int64_t step, int64_t dim) {
   if (start < 0) start += dim;
   if (end < 0) end += dim;
   if (dim == 0) return s;
+  // The counts are written so that huge steps (INT64_MAX, INT64_MIN) cannot
+  // overflow.
   if (step > 0) {
     start = std::clamp(start, int64_t(0), dim);
     end = std::clamp(end, int64_t(0), dim);
-    s.count = end > start ? (end - start + step - 1) / step : 0;
+    s.count = end > start ? (end - start - 1) / step + 1 : 0;
   } else {
     start = std::clamp(start, int64_t(0), dim - 1);
     end = std::clamp(end, int64_t(-1), dim - 1);
-    s.count = start > end ? (start - end - step - 1) / -step : 0;
+    s.count = start > end ? (start - end - 1) / -std::max(step, -INT64_MAX) + 1 : 0;
   }
   s.start = start;
   return s;
@@ -176,7 +183,8 @@ Status sliceKernel(KernelContext &ctx) {
   int64_t base = 0;
   for (int64_t a = 0; a < rank; ++a) {
     shape[a] = plan[a].count;
-    strides[a] = plan[a].step * inStrides[a];
+    // (An axis with one element never moves; its step may be huge.)
+    strides[a] = plan[a].count > 1 ? plan[a].step * inStrides[a] : 0;
     base += plan[a].start * inStrides[a];
   }
   ctx.setOutput(0, gatherOffsets(x, shape, stridedOffsets(shape, strides, base)));

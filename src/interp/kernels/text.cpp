@@ -95,7 +95,8 @@ Expected<NgramPool<Token>> buildPool(const KernelContext &ctx, const std::vector
     for (int64_t at = start; at < end; at += gram, ++id) {
       if (gram < minGram || gram > maxGram) continue;
       if (id >= static_cast<int64_t>(indexes.size()))
-        return ctx.error("ngram_indexes has ", indexes.size(), " entries, the pool has more n-grams");
+        return ctx.error("ngram_indexes has ", indexes.size(),
+                         " entries, the pool has more n-grams");
       std::vector<Token> key(pool.begin() + at, pool.begin() + at + gram);
       result.coordinate[key] = indexes[id];
     }
@@ -133,8 +134,10 @@ Status applyWeighting(const KernelContext &ctx, Weighting mode, Tensor &out) {
   float *y = out.data<float>();
   for (int64_t i = 0; i < out.numel(); ++i) {
     float w = weights.empty() ? 1.0f : weights[i % size];
-    if (mode == Weighting::IDF) y[i] = y[i] > 0 ? w : 0.0f;
-    else if (mode == Weighting::TFIDF) y[i] *= w;
+    if (mode == Weighting::IDF)
+      y[i] = y[i] > 0 ? w : 0.0f;
+    else if (mode == Weighting::TFIDF)
+      y[i] *= w;
   }
   return Status::success();
 }
@@ -168,8 +171,8 @@ Status tfIdfVectorizerKernel(KernelContext &ctx) {
   if (x.rank() != 1 && x.rank() != 2)
     return ctx.error("input must have shape [C] or [N, C], got ", shapeToString(x.shape()));
   KILN_ASSIGN_OR_RETURN(Weighting mode, readWeighting(ctx));
-  if (n.getInt("min_gram_length") < 1 || n.getInt("max_gram_length") < n.getInt("min_gram_length") ||
-      n.getInt("max_skip_count") < 0)
+  if (n.getInt("min_gram_length") < 1 ||
+      n.getInt("max_gram_length") < n.getInt("min_gram_length") || n.getInt("max_skip_count") < 0)
     return ctx.error("needs 1 <= min_gram_length <= max_gram_length and max_skip_count >= 0");
   const std::vector<std::string> poolStrings = n.getStrings("pool_strings");
   const bool stringPool = !poolStrings.empty();

@@ -52,9 +52,8 @@ template <class Fn> Status mapArith(KernelContext &ctx, Fn fn) {
   KILN_RETURN_IF_ERROR(requireTensor(ctx, 0));
   const Tensor &x = ctx.in(0);
   Tensor y;
-  KILN_RETURN_IF_ERROR(dispatchArith(ctx, x.dtype(), [&](auto tag) {
-    y = mapTensor<decltype(tag)>(x, x.dtype(), fn);
-  }));
+  KILN_RETURN_IF_ERROR(dispatchArith(
+      ctx, x.dtype(), [&](auto tag) { y = mapTensor<decltype(tag)>(x, x.dtype(), fn); }));
   ctx.setOutput(0, std::move(y));
   return Status::success();
 }
@@ -62,31 +61,33 @@ template <class Fn> Status mapArith(KernelContext &ctx, Fn fn) {
 // ---- math -------------------------------------------------------------------
 
 void registerMath(KernelTable &t) {
-  t.add(OpKind::Floor, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::floor(x); }); });
-  t.add(OpKind::Ceil, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::ceil(x); }); });
-  // nearbyint rounds half to even in the default rounding mode, which is the
-  // ONNX rule (and numpy's).
-  t.add(OpKind::Round, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::nearbyint(x); }); });
-  t.add(OpKind::Sqrt, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::sqrt(x); }); });
-  t.add(OpKind::Reciprocal, [](KernelContext &c) {
-    return mapFloat(c, [](auto x) { return decltype(x)(1) / x; });
-  });
-  t.add(OpKind::Exp, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::exp(x); }); });
-  t.add(OpKind::Log, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::log(x); }); });
-  t.add(OpKind::Sin, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::sin(x); }); });
-  t.add(OpKind::Cos, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::cos(x); }); });
-  t.add(OpKind::Tan, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::tan(x); }); });
-  t.add(OpKind::Asin, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::asin(x); }); });
-  t.add(OpKind::Acos, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::acos(x); }); });
-  t.add(OpKind::Atan, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::atan(x); }); });
-  t.add(OpKind::Sinh, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::sinh(x); }); });
-  t.add(OpKind::Cosh, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::cosh(x); }); });
-  t.add(OpKind::Asinh, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::asinh(x); }); });
-  t.add(OpKind::Acosh, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::acosh(x); }); });
-  t.add(OpKind::Atanh, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::atanh(x); }); });
-  t.add(OpKind::Tanh, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::tanh(x); }); });
-  t.add(OpKind::Erf, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::erf(x); }); });
-  t.add(OpKind::IsNaN, [](KernelContext &c) { return mapFloat(c, [](auto x) { return std::isnan(x); }); });
+  // One table row per function: y = expr(x) over a float tensor.
+#define KILN_FLOAT_FN(Op, expr)                                                                    \
+  t.add(OpKind::Op, [](KernelContext &c) { return mapFloat(c, [](auto x) { return expr; }); })
+  KILN_FLOAT_FN(Floor, std::floor(x));
+  KILN_FLOAT_FN(Ceil, std::ceil(x));
+  // nearbyint rounds half to even in the default rounding mode: the ONNX
+  // rule (and numpy's).
+  KILN_FLOAT_FN(Round, std::nearbyint(x));
+  KILN_FLOAT_FN(Sqrt, std::sqrt(x));
+  KILN_FLOAT_FN(Reciprocal, decltype(x)(1) / x);
+  KILN_FLOAT_FN(Exp, std::exp(x));
+  KILN_FLOAT_FN(Log, std::log(x));
+  KILN_FLOAT_FN(Sin, std::sin(x));
+  KILN_FLOAT_FN(Cos, std::cos(x));
+  KILN_FLOAT_FN(Tan, std::tan(x));
+  KILN_FLOAT_FN(Asin, std::asin(x));
+  KILN_FLOAT_FN(Acos, std::acos(x));
+  KILN_FLOAT_FN(Atan, std::atan(x));
+  KILN_FLOAT_FN(Sinh, std::sinh(x));
+  KILN_FLOAT_FN(Cosh, std::cosh(x));
+  KILN_FLOAT_FN(Asinh, std::asinh(x));
+  KILN_FLOAT_FN(Acosh, std::acosh(x));
+  KILN_FLOAT_FN(Atanh, std::atanh(x));
+  KILN_FLOAT_FN(Tanh, std::tanh(x));
+  KILN_FLOAT_FN(Erf, std::erf(x));
+  KILN_FLOAT_FN(IsNaN, std::isnan(x));
+#undef KILN_FLOAT_FN
   t.add(OpKind::IsInf, [](KernelContext &c) {
     bool neg = c.node().getInt("detect_negative") != 0;
     bool pos = c.node().getInt("detect_positive") != 0;
@@ -101,14 +102,17 @@ void registerSignOps(KernelTable &t) {
     return mapArith(c, [](auto x) {
       using C = decltype(x);
       if constexpr (kIsIntType<C>) {
-        if constexpr (std::is_signed_v<C>) return x < 0 ? wrapNeg(x) : x;
-        else return x;
+        if constexpr (std::is_signed_v<C>)
+          return x < 0 ? wrapNeg(x) : x;
+        else
+          return x;
       } else {
         return std::fabs(x);
       }
     });
   });
-  t.add(OpKind::Neg, [](KernelContext &c) { return mapArith(c, [](auto x) { return wrapNeg(x); }); });
+  t.add(OpKind::Neg,
+        [](KernelContext &c) { return mapArith(c, [](auto x) { return wrapNeg(x); }); });
   t.add(OpKind::Sign, [](KernelContext &c) {
     return mapArith(c, [](auto x) {
       using C = decltype(x);
@@ -121,6 +125,9 @@ void registerSignOps(KernelTable &t) {
 }
 
 // ---- activations --------------------------------------------------------------
+
+// std::min(v, bound) and std::max(v, bound) return v when v is NaN, so the
+// clamps below propagate NaN like numpy's minimum/maximum; keep that order.
 
 // log(1 + e^x) without overflow for large x.
 template <class C> C softplus(C x) {
@@ -158,23 +165,24 @@ void registerActivations(KernelTable &t) {
     if (alpha == 0) return Status(c.error("alpha must not be 0"));
     return mapFloat(c, [alpha](auto x) {
       using C = decltype(x);
-      return std::max(C(0), x) + std::min(C(0), C(alpha) * std::expm1(x / C(alpha)));
+      return std::max(x, C(0)) + std::min(C(alpha) * std::expm1(x / C(alpha)), C(0));
     });
   });
   t.add(OpKind::HardSigmoid, [](KernelContext &c) {
     float alpha = c.node().getFloat("alpha"), beta = c.node().getFloat("beta");
     return mapFloat(c, [alpha, beta](auto x) {
       using C = decltype(x);
-      return std::max(C(0), std::min(C(1), C(alpha) * x + C(beta)));
+      return std::max(std::min(C(alpha) * x + C(beta), C(1)), C(0));
     });
   });
   t.add(OpKind::HardSwish, [](KernelContext &c) {
     return mapFloat(c, [](auto x) {
       using C = decltype(x);
-      return x * std::max(C(0), std::min(C(1), x / C(6) + C(0.5)));
+      return x * std::max(std::min(x / C(6) + C(0.5), C(1)), C(0));
     });
   });
-  t.add(OpKind::Softplus, [](KernelContext &c) { return mapFloat(c, [](auto x) { return softplus(x); }); });
+  t.add(OpKind::Softplus,
+        [](KernelContext &c) { return mapFloat(c, [](auto x) { return softplus(x); }); });
   t.add(OpKind::Softsign, [](KernelContext &c) {
     return mapFloat(c, [](auto x) { return x / (decltype(x)(1) + std::fabs(x)); });
   });
@@ -219,7 +227,8 @@ void registerActivations(KernelTable &t) {
 Status notKernel(KernelContext &ctx) {
   KILN_RETURN_IF_ERROR(requireTensor(ctx, 0));
   const Tensor &x = ctx.in(0);
-  if (x.dtype() != DType::Bool) return ctx.error("expects a bool tensor, got ", dtypeName(x.dtype()));
+  if (x.dtype() != DType::Bool)
+    return ctx.error("expects a bool tensor, got ", dtypeName(x.dtype()));
   Tensor y(DType::Bool, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) y.data<bool>()[i] = !x.data<bool>()[i];
   ctx.setOutput(0, std::move(y));

@@ -13,8 +13,8 @@ namespace kiln {
 
 namespace {
 
-// The input viewed as `count` items of `width` elements each, item i at
-// element (o * count + i) * inner + j for o < outer, j < inner.
+// The input viewed as `count` items along the axis: item i is made of the
+// elements (o * count + i) * inner + j for o < outer, j < inner.
 struct ItemView {
   int64_t outer = 1, count = 1, inner = 1;
 };
@@ -29,6 +29,15 @@ template <class T> int compareItems(const T *p, const ItemView &v, int64_t a, in
         if (x != y) return x < y ? -1 : 1;
       } else {
         auto cx = static_cast<ComputeType<T>>(x), cy = static_cast<ComputeType<T>>(y);
+        // NaNs sort last and equal each other (numpy.unique's order), which
+        // also keeps the ordering strict-weak for std::stable_sort.
+        if constexpr (std::is_floating_point_v<ComputeType<T>>) {
+          bool nx = std::isnan(cx), ny = std::isnan(cy);
+          if (nx || ny) {
+            if (nx != ny) return nx ? 1 : -1;
+            continue;
+          }
+        }
         if (cx < cy) return -1;
         if (cy < cx) return 1;
       }
@@ -122,6 +131,8 @@ Status uniqueKernel(KernelContext &ctx) {
 
 } // namespace
 
-void registerUniqueKernels(KernelTable &t) { t.add(OpKind::Unique, uniqueKernel); }
+void registerUniqueKernels(KernelTable &t) {
+  t.add(OpKind::Unique, uniqueKernel);
+}
 
 } // namespace kiln

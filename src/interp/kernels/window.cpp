@@ -28,7 +28,8 @@ Expected<int64_t> explicitOutSize(const KernelContext &ctx, const Window &w, siz
                                   bool ceilMode) {
   int64_t room = w.in[i] + w.padBegin[i] + w.padEnd[i] - w.span(i);
   if (room < 0)
-    return ctx.error("spatial axis ", i, ": the padded input (", w.in[i] + w.padBegin[i] + w.padEnd[i],
+    return ctx.error("spatial axis ", i, ": the padded input (",
+                     w.in[i] + w.padBegin[i] + w.padEnd[i],
                      ") is smaller than the dilated kernel (", w.span(i), ")");
   int64_t s = w.strides[i];
   int64_t out = (ceilMode ? (room + s - 1) / s : room / s) + 1;
@@ -50,10 +51,11 @@ Expected<Window> makeWindow(const KernelContext &ctx, const Shape64 &in, const S
   KILN_ASSIGN_OR_RETURN(w.dilations, spatialAttr(ctx, "dilations", n, 1));
   KILN_ASSIGN_OR_RETURN(Shape64 pads, spatialAttr(ctx, "pads", 2 * n, 0));
   for (size_t i = 0; i < n; ++i) {
-    if (w.kernel[i] <= 0) return ctx.error("kernel dim ", i, " is ", w.kernel[i], ", must be > 0");
-    if (w.strides[i] <= 0) return ctx.error("stride ", i, " is ", w.strides[i], ", must be > 0");
+    if (w.kernel[i] <= 0)
+      return ctx.error("kernel dims must be > 0, got ", shapeToString(w.kernel));
+    if (w.strides[i] <= 0) return ctx.error("strides must be > 0, got ", shapeToString(w.strides));
     if (w.dilations[i] <= 0)
-      return ctx.error("dilation ", i, " is ", w.dilations[i], ", must be > 0");
+      return ctx.error("dilations must be > 0, got ", shapeToString(w.dilations));
   }
   w.padBegin.assign(pads.begin(), pads.begin() + n);
   w.padEnd.assign(pads.begin() + n, pads.end());

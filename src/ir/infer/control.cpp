@@ -10,7 +10,11 @@
 //   2. loop-carried values (Loop, Scan states) may change shape between
 //      iterations, so their types are widened until the body's outputs fit
 //      its inputs: a fixpoint of a few rounds, then unknown rank;
-//   3. the region is inferred again whenever an input type changed.
+//   3. the region is inferred again every time: its nodes also read values
+//      of the enclosing graphs, whose types may have changed since. Nested
+//      region ops do the same for their own regions from their inference
+//      functions, so a region op's output types never come from a stale
+//      region (graph-wide inferGraph visits the parent before its regions).
 // Inference never rejects a model here: declared sequence and region types
 // are often loose, so anything unexpected gives unknown shapes instead.
 #include "ir/infer/families.h"
@@ -52,14 +56,19 @@ Type mergeTypes(const Type &a, const Type &b) {
 // The type with every shape inside it made unknown-rank.
 Type withoutShape(const Type &t) {
   switch (t.kind()) {
-  case Type::Kind::Tensor: return Type::tensor(t.dtype(), Shape::unranked());
-  case Type::Kind::Sequence: return Type::sequence(withoutShape(t.element()));
-  case Type::Kind::Optional: return Type::optional(withoutShape(t.element()));
+  case Type::Kind::Tensor:
+    return Type::tensor(t.dtype(), Shape::unranked());
+  case Type::Kind::Sequence:
+    return Type::sequence(withoutShape(t.element()));
+  case Type::Kind::Optional:
+    return Type::optional(withoutShape(t.element()));
   }
   return t;
 }
 
-Type unrankedLike(const Type &t) { return Type::tensor(t.dtype(), Shape::unranked()); }
+Type unrankedLike(const Type &t) {
+  return Type::tensor(t.dtype(), Shape::unranked());
+}
 
 // Whether a declared type says nothing about the shape (so an operand type
 // may replace it, kind included: an untyped input reads as a tensor).
@@ -75,29 +84,25 @@ Type refinedInputType(const Type &declared, const Type &operand) {
 
 // ---- region refinement -----------------------------------------------------------
 
-// Sets the type of region input i; true when that changed it.
-bool setRegionInput(Graph &region, size_t i, const Type &t) {
-  Value *v = region.inputs()[i];
-  if (v->type() == t) return false;
-  v->setType(t);
-  return true;
+void setRegionInput(Graph &region, size_t i, const Type &t) {
+  region.inputs()[i]->setType(t);
 }
 
-// Infers a region again after its input types changed. Errors are dropped:
-// the region was already inferred once with its declared types, and a
+// Step 3 of the header. Nested region ops re-infer their own regions when
+// their node is inferred, so this does not descend itself. Errors are
+// dropped: the region was already inferred once as declared, and a
 // refinement must not turn a valid model into a rejected one.
-void reinferRegion(Graph &region) { (void)inferGraph(region); }
+void reinferRegion(Graph &region) {
+  for (auto &n : region.nodes()) (void)inferNode(*n);
+}
 
 // Step 2 of the header: carried values enter the body as inputs
 // [firstIn, firstIn + n) and leave it as outputs [firstOut, firstOut + n).
-// `dirty` says the body's other inputs already changed.
-void settleCarried(Graph &body, size_t firstIn, size_t firstOut, std::vector<Type> types,
-                   bool dirty) {
+void settleCarried(Graph &body, size_t firstIn, size_t firstOut, std::vector<Type> types) {
   constexpr int kMaxRounds = 4;
   for (int round = 0;; ++round) {
-    for (size_t i = 0; i < types.size(); ++i) dirty |= setRegionInput(body, firstIn + i, types[i]);
-    if (dirty) reinferRegion(body);
-    dirty = false;
+    for (size_t i = 0; i < types.size(); ++i) setRegionInput(body, firstIn + i, types[i]);
+    reinferRegion(body);
     bool widened = false;
     for (size_t i = 0; i < types.size(); ++i) {
       Type w = mergeTypes(types[i], body.outputs()[firstOut + i]->type());
@@ -108,9 +113,9 @@ void settleCarried(Graph &body, size_t firstIn, size_t firstOut, std::vector<Typ
     }
     if (!widened) return;
     if (round + 1 == kMaxRounds) {
-      for (Type &t : types) t = withoutShape(t);
-      for (size_t i = 0; i < types.size(); ++i) dirty |= setRegionInput(body, firstIn + i, types[i]);
-      if (dirty) reinferRegion(body);
+      for (size_t i = 0; i < types.size(); ++i)
+        setRegionInput(body, firstIn + i, withoutShape(types[i]));
+      reinferRegion(body);
       return;
     }
   }
@@ -144,15 +149,19 @@ Status unknownOutputs(InferContext &ctx) {
 // ---- region ops --------------------------------------------------------------------
 
 Status inferIf(InferContext &ctx) {
-  const Graph *thenG = ctx.node().getGraph("then_branch");
-  const Graph *elseG = ctx.node().getGraph("else_branch");
+  Graph *thenG = ctx.node().getGraph("then_branch");
+  Graph *elseG = ctx.node().getGraph("else_branch");
   if (!thenG || !elseG) return unknownOutputs(ctx);
+  reinferRegion(*thenG);
+  reinferRegion(*elseG);
   for (int i = 0; i < ctx.numOutputs(); ++i) {
     const size_t k = static_cast<size_t>(i);
     const Value *t = k < thenG->outputs().size() ? thenG->outputs()[k] : nullptr;
     const Value *e = k < elseG->outputs().size() ? elseG->outputs()[k] : nullptr;
-    if (t && e) ctx.setOutput(i, mergeTypes(t->type(), e->type()));
-    else ctx.setOutput(i, t ? t->type() : e ? e->type() : Type::tensor(DType::F32, Shape::unranked()));
+    if (t && e)
+      ctx.setOutput(i, mergeTypes(t->type(), e->type()));
+    else
+      ctx.setOutput(i, t ? t->type() : e ? e->type() : Type::tensor(DType::F32, Shape::unranked()));
   }
   return Status::success();
 }
@@ -167,21 +176,20 @@ Status inferLoop(InferContext &ctx) {
       body->outputs().size() != static_cast<size_t>(1 + numCarried + numScan))
     return unknownOutputs(ctx);
 
-  bool dirty = false;
   if (isVague(body->inputs()[0]->type()))
-    dirty |= setRegionInput(*body, 0, Type::tensor(DType::I64, Shape{}));
+    setRegionInput(*body, 0, Type::tensor(DType::I64, Shape{}));
   if (isVague(body->inputs()[1]->type()))
-    dirty |= setRegionInput(*body, 1, Type::tensor(DType::Bool, Shape{}));
+    setRegionInput(*body, 1, Type::tensor(DType::Bool, Shape{}));
   std::vector<Type> carried;
   for (int i = 0; i < numCarried; ++i) {
     const Type &declared = body->inputs()[2 + i]->type();
     carried.push_back(ctx.has(2 + i) ? refinedInputType(declared, ctx.inputType(2 + i)) : declared);
   }
-  settleCarried(*body, 2, 1, std::move(carried), dirty);
+  settleCarried(*body, 2, 1, std::move(carried));
 
   for (int i = 0; i < numCarried; ++i)
-    ctx.setOutput(i, carriedResultType(body->inputs()[2 + i]->type(),
-                                       body->outputs()[1 + i]->type()));
+    ctx.setOutput(i,
+                  carriedResultType(body->inputs()[2 + i]->type(), body->outputs()[1 + i]->type()));
   // The trip count is only known at run time (the condition may stop early).
   for (int k = 0; k < numScan; ++k)
     ctx.setOutput(numCarried + k,
@@ -201,7 +209,8 @@ std::vector<int64_t> scanAxes(const Node &n, const char *name, int count) {
 Status inferScan(InferContext &ctx) {
   const Node &n = ctx.node();
   Graph *body = n.getGraph("body");
-  const int numScanIn = n.hasAttr("num_scan_inputs") ? static_cast<int>(n.getInt("num_scan_inputs")) : 0;
+  const int numScanIn =
+      n.hasAttr("num_scan_inputs") ? static_cast<int>(n.getInt("num_scan_inputs")) : 0;
   const int numState = ctx.numInputs() - numScanIn;
   const int numScanOut = ctx.numOutputs() - numState;
   if (!body || numScanIn < 1 || numState < 0 || numScanOut < 0 ||
@@ -212,7 +221,6 @@ Status inferScan(InferContext &ctx) {
   const std::vector<int64_t> inAxes = scanAxes(n, "scan_input_axes", numScanIn);
   const std::vector<int64_t> outAxes = scanAxes(n, "scan_output_axes", numScanOut);
   Dim length = Dim::unknown();
-  bool dirty = false;
   for (int j = 0; j < numScanIn; ++j) {
     const int input = numState + j;
     if (!ctx.has(input)) continue;
@@ -226,14 +234,14 @@ Status inferScan(InferContext &ctx) {
         slice = Type::tensor(ctx.inputDType(input), sliced);
       }
     }
-    dirty |= setRegionInput(*body, input, refinedInputType(body->inputs()[input]->type(), slice));
+    setRegionInput(*body, input, refinedInputType(body->inputs()[input]->type(), slice));
   }
   std::vector<Type> states;
   for (int i = 0; i < numState; ++i) {
     const Type &declared = body->inputs()[i]->type();
     states.push_back(ctx.has(i) ? refinedInputType(declared, ctx.inputType(i)) : declared);
   }
-  settleCarried(*body, 0, 0, std::move(states), dirty);
+  settleCarried(*body, 0, 0, std::move(states));
 
   for (int i = 0; i < numState; ++i)
     ctx.setOutput(i, carriedResultType(body->inputs()[i]->type(), body->outputs()[i]->type()));
@@ -250,15 +258,13 @@ Status inferSequenceMap(InferContext &ctx) {
   if (!body || body->inputs().size() != static_cast<size_t>(ctx.numInputs()) ||
       body->outputs().size() != static_cast<size_t>(ctx.numOutputs()))
     return unknownOutputs(ctx);
-  bool dirty = false;
   for (int j = 0; j < ctx.numInputs(); ++j) {
     if (!ctx.has(j)) continue;
     const Type &operand = ctx.inputType(j);
-    const Type perIteration =
-        operand.kind() == Type::Kind::Sequence ? operand.element() : operand;
-    dirty |= setRegionInput(*body, j, refinedInputType(body->inputs()[j]->type(), perIteration));
+    const Type perIteration = operand.kind() == Type::Kind::Sequence ? operand.element() : operand;
+    setRegionInput(*body, j, refinedInputType(body->inputs()[j]->type(), perIteration));
   }
-  if (dirty) reinferRegion(*body);
+  reinferRegion(*body);
   for (int k = 0; k < ctx.numOutputs(); ++k) {
     const Type &t = body->outputs()[k]->type();
     ctx.setOutput(k, Type::sequence(t.isTensor() ? t : unrankedLike(t)));
@@ -369,8 +375,10 @@ Status inferConcatFromSequence(InferContext &ctx) {
     return Status::success();
   }
   Shape out = s;
-  if (newAxis) out.dims.insert(out.dims.begin() + *axis, Dim::unknown());
-  else out.dims[*axis] = Dim::unknown();
+  if (newAxis)
+    out.dims.insert(out.dims.begin() + *axis, Dim::unknown());
+  else
+    out.dims[*axis] = Dim::unknown();
   ctx.setOutput(0, Type::tensor(elem.dtype(), out));
   return Status::success();
 }

@@ -87,16 +87,16 @@ Status inferDropout(InferContext &ctx) {
 
 void registerElementwiseInference(InferTable &t) {
   for (OpKind op :
-       {OpKind::Abs,        OpKind::Neg,         OpKind::Floor,           OpKind::Ceil,
-        OpKind::Round,      OpKind::Sqrt,        OpKind::Reciprocal,      OpKind::Exp,
-        OpKind::Log,        OpKind::Sin,         OpKind::Cos,             OpKind::Tan,
-        OpKind::Asin,       OpKind::Acos,        OpKind::Atan,            OpKind::Sinh,
-        OpKind::Cosh,       OpKind::Asinh,       OpKind::Acosh,           OpKind::Atanh,
-        OpKind::Sigmoid,    OpKind::Tanh,        OpKind::Erf,             OpKind::Sign,
-        OpKind::Not,        OpKind::BitwiseNot,  OpKind::Relu,            OpKind::LeakyRelu,
-        OpKind::Elu,        OpKind::Selu,        OpKind::Celu,            OpKind::HardSigmoid,
-        OpKind::HardSwish,  OpKind::Softplus,    OpKind::Softsign,        OpKind::ThresholdedRelu,
-        OpKind::Shrink,     OpKind::Mish,        OpKind::Gelu,            OpKind::Clip})
+       {OpKind::Abs,       OpKind::Neg,        OpKind::Floor,      OpKind::Ceil,
+        OpKind::Round,     OpKind::Sqrt,       OpKind::Reciprocal, OpKind::Exp,
+        OpKind::Log,       OpKind::Sin,        OpKind::Cos,        OpKind::Tan,
+        OpKind::Asin,      OpKind::Acos,       OpKind::Atan,       OpKind::Sinh,
+        OpKind::Cosh,      OpKind::Asinh,      OpKind::Acosh,      OpKind::Atanh,
+        OpKind::Sigmoid,   OpKind::Tanh,       OpKind::Erf,        OpKind::Sign,
+        OpKind::Not,       OpKind::BitwiseNot, OpKind::Relu,       OpKind::LeakyRelu,
+        OpKind::Elu,       OpKind::Selu,       OpKind::Celu,       OpKind::HardSigmoid,
+        OpKind::HardSwish, OpKind::Softplus,   OpKind::Softsign,   OpKind::ThresholdedRelu,
+        OpKind::Shrink,    OpKind::Mish,       OpKind::Gelu,       OpKind::Clip})
     t.add(op, sameAsInput);
   t.add(OpKind::IsNaN, boolOfInputShape);
   t.add(OpKind::IsInf, boolOfInputShape);

@@ -4,6 +4,12 @@
 
 namespace kiln {
 
+const Type &InferContext::inputType(int i) const {
+  static const Type kAbsent = Type::tensor(DType::F32, Shape::unranked());
+  Value *v = node_.input(i);
+  return v ? v->type() : kAbsent;
+}
+
 const Tensor *InferContext::constantInput(int i) const {
   Value *v = node_.input(i);
   if (!v || !v->producer() || v->producer()->op() != OpKind::Constant) return nullptr;
@@ -48,10 +54,10 @@ Status inferNode(Node &node) {
 }
 
 Status inferGraph(Graph &graph) {
-  for (auto &n : graph.nodes()) {
-    KILN_RETURN_IF_ERROR(inferNode(*n));
-    for (Graph *r : n->regions()) KILN_RETURN_IF_ERROR(inferGraph(*r));
-  }
+  // Ops with regions (If, Loop, Scan, SequenceMap) infer their regions
+  // themselves, after typing the region inputs: descending here as well
+  // would redo that work at every level of nesting.
+  for (auto &n : graph.nodes()) KILN_RETURN_IF_ERROR(inferNode(*n));
   return Status::success();
 }
 

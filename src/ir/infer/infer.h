@@ -25,9 +25,11 @@ public:
   int numInputs() const { return node_.numInputs(); }
   int numOutputs() const { return node_.numOutputs(); }
   bool has(int i) const { return node_.input(i) != nullptr; }
-  const Type &inputType(int i) const { return node_.input(i)->type(); }
-  DType inputDType(int i) const { return node_.input(i)->type().dtype(); }
-  const Shape &inputShape(int i) const { return node_.input(i)->type().shape(); }
+  // The type of input i; an absent input reads as an f32 tensor of unknown
+  // rank, so inference code never dereferences a missing value.
+  const Type &inputType(int i) const;
+  DType inputDType(int i) const { return inputType(i).dtype(); }
+  const Shape &inputShape(int i) const { return inputType(i).shape(); }
   // The value of input i when a Constant node produces it, else null.
   const Tensor *constantInput(int i) const;
   // Constant input i as int64 values (for shapes, axes, pads...).
@@ -62,9 +64,9 @@ const InferTable &inferTable();
 // Infers the output types of one node. Ops without an inference function get
 // outputs of unknown rank whose dtype is that of input 0 (or f32).
 Status inferNode(Node &node);
-// Infers every node of the graph and its regions, in order (the graph must be
-// topologically sorted). Region input types are set by their parent op's
-// inference function before the region is inferred.
+// Infers every node of the graph in order (the graph must be topologically
+// sorted). Regions are inferred by their parent op's inference function,
+// which first sets the region input types.
 Status inferGraph(Graph &graph);
 
 // ---- helpers shared by inference functions ----------------------------------

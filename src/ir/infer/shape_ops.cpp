@@ -16,8 +16,29 @@ namespace kiln {
 
 namespace {
 
-// `n` unknown dims.
-Shape unknownDims(int64_t n) { return Shape(std::vector<Dim>(n, Dim::unknown())); }
+// Resolves an axis against a rank; the error names the node.
+Expected<int64_t> resolveAxis(const InferContext &ctx, int64_t axis, int64_t rank) {
+  auto r = normalizeAxis(axis, rank);
+  if (!r.ok()) return ctx.error(r.error().message);
+  return *r;
+}
+
+// Input i's values when constant or computed from constants.
+std::optional<std::vector<int64_t>> knownInts(const InferContext &ctx, int i) {
+  return traceKnownInts(ctx.node().input(i));
+}
+
+// `n` unknown dims (an unknown rank if n is negative, which only an
+// invalid model can ask for).
+Shape unknownDims(int64_t n) {
+  return n < 0 ? Shape::unranked() : Shape(std::vector<Dim>(n, Dim::unknown()));
+}
+
+// A size computed from values: unknown when negative (an invalid model,
+// which the kernel reports at run time).
+Dim sizeDim(int64_t v) {
+  return v >= 0 ? Dim(v) : Dim::unknown();
+}
 
 // Product of dims: static when all are; a lone symbol times static 1s stays
 // that symbol; otherwise unknown.
@@ -33,7 +54,7 @@ Dim dimProduct(const std::vector<Dim> &dims) {
       return Dim::unknown();
     }
   }
-  if (!symbol) return Dim(product);
+  if (!symbol || product == 0) return Dim(product);
   return product == 1 ? *symbol : Dim::unknown();
 }
 
@@ -65,9 +86,12 @@ Dim inferredReshapeDim(const Shape &in, const std::vector<Dim> &others) {
   int64_t inProduct = 1, outProduct = 1;
   std::multiset<std::string> symbols;
   for (const Dim &d : in.dims) {
-    if (d.isStatic()) inProduct *= d.value();
-    else if (d.isSymbol()) symbols.insert(d.symbolName());
-    else return Dim::unknown();
+    if (d.isStatic())
+      inProduct *= d.value();
+    else if (d.isSymbol())
+      symbols.insert(d.symbolName());
+    else
+      return Dim::unknown();
   }
   for (const Dim &d : others) {
     if (d.isStatic()) {
@@ -101,8 +125,10 @@ Status inferReshape(InferContext &ctx) {
     Dim d = t.toDim();
     if (t.isKnown() && t.value() == 0 && !allowZero)
       d = in.rankKnown && static_cast<int64_t>(i) < in.rank() ? in.dims[i] : Dim::unknown();
-    if (t.isKnown() && t.value() == -1) inferred = static_cast<int64_t>(i);
-    else others.push_back(d);
+    if (t.isKnown() && t.value() == -1)
+      inferred = static_cast<int64_t>(i);
+    else
+      others.push_back(d);
     dims.push_back(d);
   }
   if (inferred >= 0) dims[inferred] = inferredReshapeDim(in, others);
@@ -116,7 +142,10 @@ Status inferFlatten(InferContext &ctx) {
     ctx.setOutput(0, ctx.inputDType(0), unknownDims(2));
     return Status::success();
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), in.rank() + 1));
+  int64_t axis = ctx.node().getInt("axis"); // in [-rank, rank]
+  if (axis < -in.rank() || axis > in.rank())
+    return ctx.error("axis ", axis, " is out of range for rank ", in.rank());
+  if (axis < 0) axis += in.rank();
   std::vector<Dim> outer(in.dims.begin(), in.dims.begin() + axis);
   std::vector<Dim> inner(in.dims.begin() + axis, in.dims.end());
   ctx.setOutput(0, ctx.inputDType(0), Shape({dimProduct(outer), dimProduct(inner)}));
@@ -140,14 +169,14 @@ Status inferSqueeze(InferContext &ctx) {
   }
   std::vector<bool> drop(in.rank(), false);
   if (ctx.has(1)) {
-    auto axes = ctx.constantInts(1);
+    auto axes = knownInts(ctx, 1);
     if (!axes) {
       auto n = staticLength(ctx, 1);
       ctx.setOutput(0, dtype, n ? unknownDims(in.rank() - *n) : Shape::unranked());
       return Status::success();
     }
     for (int64_t a : *axes) {
-      KILN_ASSIGN_OR_RETURN(a, normalizeAxis(a, in.rank()));
+      KILN_ASSIGN_OR_RETURN(a, resolveAxis(ctx, a, in.rank()));
       drop[a] = true;
     }
   } else {
@@ -170,7 +199,7 @@ Status inferSqueeze(InferContext &ctx) {
 Status inferUnsqueeze(InferContext &ctx) {
   DType dtype = ctx.inputDType(0);
   const Shape &in = ctx.inputShape(0);
-  auto axes = ctx.constantInts(1);
+  auto axes = knownInts(ctx, 1);
   if (!in.rankKnown || !axes) {
     auto n = staticLength(ctx, 1);
     ctx.setOutput(0, dtype, in.rankKnown && n ? unknownDims(in.rank() + *n) : Shape::unranked());
@@ -179,7 +208,7 @@ Status inferUnsqueeze(InferContext &ctx) {
   int64_t outRank = in.rank() + static_cast<int64_t>(axes->size());
   std::vector<bool> inserted(outRank, false);
   for (int64_t a : *axes) {
-    KILN_ASSIGN_OR_RETURN(a, normalizeAxis(a, outRank));
+    KILN_ASSIGN_OR_RETURN(a, resolveAxis(ctx, a, outRank));
     if (inserted[a]) return ctx.error("axis ", a, " is repeated");
     inserted[a] = true;
   }
@@ -237,13 +266,15 @@ Status inferTile(InferContext &ctx) {
     ctx.setOutput(0, ctx.inputDType(0), Shape::unranked());
     return Status::success();
   }
-  auto repeats = ctx.constantInts(1);
+  auto repeats = knownInts(ctx, 1);
   std::vector<Dim> dims(in.rank(), Dim::unknown());
   if (repeats && static_cast<int64_t>(repeats->size()) == in.rank())
     for (int64_t i = 0; i < in.rank(); ++i) {
       int64_t r = (*repeats)[i];
-      if (r == 1) dims[i] = in.dims[i];
-      else if (in.dims[i].isStatic() && r >= 0) dims[i] = Dim(in.dims[i].value() * r);
+      if (r == 1)
+        dims[i] = in.dims[i];
+      else if (in.dims[i].isStatic() && r >= 0)
+        dims[i] = Dim(in.dims[i].value() * r);
     }
   ctx.setOutput(0, ctx.inputDType(0), Shape(dims));
   return Status::success();
@@ -284,7 +315,7 @@ Status inferConcat(InferContext &ctx) {
     ctx.setOutput(0, dtype, Shape::unranked());
     return Status::success();
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), rank));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), rank));
   std::vector<Dim> dims(rank, Dim::unknown());
   bool first = true, axisKnown = true;
   int64_t axisSum = 0;
@@ -299,12 +330,16 @@ Status inferConcat(InferContext &ctx) {
     for (int64_t a = 0; a < rank; ++a)
       if (a != axis) dims[a] = first ? s.dims[a] : mergeDims(dims[a], s.dims[a]);
     first = false;
-    if (s.dims[axis].isStatic()) axisSum += s.dims[axis].value();
-    else axisKnown = false;
+    if (s.dims[axis].isStatic())
+      axisSum += s.dims[axis].value();
+    else
+      axisKnown = false;
   }
   // A lone input keeps its (possibly symbolic) axis dim.
-  if (ctx.numInputs() == 1 && ctx.inputShape(0).rankKnown) dims[axis] = ctx.inputShape(0).dims[axis];
-  else dims[axis] = axisKnown ? Dim(axisSum) : Dim::unknown();
+  if (ctx.numInputs() == 1 && ctx.inputShape(0).rankKnown)
+    dims[axis] = ctx.inputShape(0).dims[axis];
+  else
+    dims[axis] = axisKnown ? Dim(axisSum) : Dim::unknown();
   ctx.setOutput(0, dtype, Shape(dims));
   return Status::success();
 }
@@ -317,11 +352,11 @@ Status inferSplit(InferContext &ctx) {
     for (int k = 0; k < outputs; ++k) ctx.setOutput(k, dtype, Shape::unranked());
     return Status::success();
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), in.rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), in.rank()));
   std::vector<Dim> sizes(outputs, Dim::unknown());
   if (ctx.has(1)) {
-    if (auto split = ctx.constantInts(1); split && static_cast<int>(split->size()) == outputs)
-      for (int k = 0; k < outputs; ++k) sizes[k] = Dim((*split)[k]);
+    if (auto split = knownInts(ctx, 1); split && static_cast<int>(split->size()) == outputs)
+      for (int k = 0; k < outputs; ++k) sizes[k] = sizeDim((*split)[k]);
   } else if (in.dims[axis].isStatic()) {
     int64_t dim = in.dims[axis].value(), chunk = (dim + outputs - 1) / outputs, left = dim;
     for (int k = 0; k < outputs; ++k) {
@@ -337,27 +372,13 @@ Status inferSplit(InferContext &ctx) {
   return Status::success();
 }
 
-// The size of a slice of a static dim (numpy clamping, as the kernel does).
-int64_t sliceCount(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (dim == 0) return 0;
-  if (step > 0) {
-    start = std::clamp(start, int64_t(0), dim);
-    end = std::clamp(end, int64_t(0), dim);
-    return end > start ? (end - start + step - 1) / step : 0;
-  }
-  start = std::clamp(start, int64_t(0), dim - 1);
-  end = std::clamp(end, int64_t(-1), dim - 1);
-  return start > end ? (start - end - step - 1) / -step : 0;
-}
-
 // One sliced axis' output dim.
 Dim slicedDim(const Dim &dim, int64_t start, int64_t end, int64_t step) {
-  if (dim.isStatic()) return Dim(sliceCount(start, end, step, dim.value()));
+  if (dim.isStatic()) return Dim(clampSliceRange(start, end, step, dim.value()).count);
   // The whole axis, however long it is.
   const int64_t big = (int64_t(1) << 31) - 1;
-  bool whole = (step == 1 && start == 0 && end >= big) || (step == -1 && start == -1 && end <= -big);
+  bool whole =
+      (step == 1 && start == 0 && end >= big) || (step == -1 && start == -1 && end <= -big);
   return whole ? dim : Dim::unknown();
 }
 
@@ -368,10 +389,10 @@ Status inferSlice(InferContext &ctx) {
     ctx.setOutput(0, dtype, Shape::unranked());
     return Status::success();
   }
-  auto starts = ctx.constantInts(1), ends = ctx.constantInts(2);
+  auto starts = knownInts(ctx, 1), ends = knownInts(ctx, 2);
   std::optional<std::vector<int64_t>> axes, steps;
-  if (ctx.has(3)) axes = ctx.constantInts(3);
-  if (ctx.has(4)) steps = ctx.constantInts(4);
+  if (ctx.has(3)) axes = knownInts(ctx, 3);
+  if (ctx.has(4)) steps = knownInts(ctx, 4);
   bool axesKnown = !ctx.has(3) || axes;
   std::vector<Dim> dims = in.dims;
   if (!axesKnown || !starts || !ends) {
@@ -393,11 +414,14 @@ Status inferSlice(InferContext &ctx) {
   if (ends->size() != n || axes->size() != n || (steps && steps->size() != n))
     return ctx.error("starts, ends, axes and steps have different lengths");
   for (size_t i = 0; i < n; ++i) {
-    KILN_ASSIGN_OR_RETURN(int64_t a, normalizeAxis((*axes)[i], in.rank()));
+    KILN_ASSIGN_OR_RETURN(int64_t a, resolveAxis(ctx, (*axes)[i], in.rank()));
     int64_t step = steps ? (*steps)[i] : 1;
-    if (ctx.has(4) && !steps) dims[a] = Dim::unknown();
-    else if (step == 0) return ctx.error("step on axis ", a, " is 0");
-    else dims[a] = slicedDim(in.dims[a], (*starts)[i], (*ends)[i], step);
+    if (ctx.has(4) && !steps)
+      dims[a] = Dim::unknown();
+    else if (step == 0)
+      return ctx.error("step on axis ", a, " is 0");
+    else
+      dims[a] = slicedDim(in.dims[a], (*starts)[i], (*ends)[i], step);
   }
   ctx.setOutput(0, dtype, Shape(dims));
   return Status::success();
@@ -411,10 +435,10 @@ Status inferPad(InferContext &ctx) {
     return Status::success();
   }
   int64_t rank = in.rank();
-  auto pads = ctx.constantInts(1);
+  auto pads = knownInts(ctx, 1);
   std::optional<std::vector<int64_t>> axes;
   if (ctx.has(3)) {
-    axes = ctx.constantInts(3);
+    axes = knownInts(ctx, 3);
   } else {
     axes.emplace();
     for (int64_t a = 0; a < rank; ++a) axes->push_back(a);
@@ -424,10 +448,10 @@ Status inferPad(InferContext &ctx) {
     dims = in.dims;
     int64_t n = static_cast<int64_t>(axes->size());
     for (int64_t i = 0; i < n; ++i) {
-      KILN_ASSIGN_OR_RETURN(int64_t a, normalizeAxis((*axes)[i], rank));
+      KILN_ASSIGN_OR_RETURN(int64_t a, resolveAxis(ctx, (*axes)[i], rank));
       int64_t total = (*pads)[i] + (*pads)[i + n];
       if (total == 0) continue;
-      dims[a] = in.dims[a].isStatic() ? Dim(in.dims[a].value() + total) : Dim::unknown();
+      dims[a] = in.dims[a].isStatic() ? sizeDim(in.dims[a].value() + total) : Dim::unknown();
     }
   }
   ctx.setOutput(0, dtype, Shape(dims));

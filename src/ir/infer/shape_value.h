@@ -40,11 +40,23 @@ private:
   std::string symbol_;
 };
 
-// The elements of a rank-0 or rank-1 integer value, traced back through
-// Constant, Shape, Size, Gather, Concat, Slice, Unsqueeze/Squeeze/Reshape,
-// Cast, Identity and integer Add/Sub/Mul/Div; nullopt when the chain leads
-// to something that cannot be traced (a graph input, a data-dependent op).
+// One axis of a Slice after numpy's clamping: the first index taken and how
+// many elements are taken (step != 0).
+struct SliceRange {
+  int64_t start = 0, count = 0;
+};
+SliceRange clampSliceRange(int64_t start, int64_t end, int64_t step, int64_t dim);
+
+// The elements (row-major) of a small integer value, traced back through
+// Constant, Shape, Size, ConstantOfShape, Gather, Concat, Slice, Transpose,
+// Unsqueeze/Squeeze/Reshape/Flatten, Cast, Identity, integer
+// Add/Sub/Mul/Div, Equal and Where; nullopt when the chain leads to
+// something that cannot be traced (a graph input, a data-dependent op).
 std::optional<std::vector<SymInt>> traceShapeValue(const Value *v);
+
+// The traced elements when every one is a known integer (pads, axes,
+// starts... computed from constants), else nullopt.
+std::optional<std::vector<int64_t>> traceKnownInts(const Value *v);
 
 // Dims of a shape input for ops like Expand and ConstantOfShape: the traced
 // elements as dims, or `rank` unknown dims when only the length is known

@@ -27,7 +27,9 @@ Expected<DType> outputDType(const InferContext &ctx) {
   return *d;
 }
 
-Dim dimOf(std::optional<int64_t> v) { return v ? Dim(*v) : Dim::unknown(); }
+Dim dimOf(std::optional<int64_t> v) {
+  return v ? Dim(*v) : Dim::unknown();
+}
 
 // ---- DFT and STFT ------------------------------------------------------------------
 
@@ -64,8 +66,10 @@ Status inferDft(InferContext &ctx) {
     return ctx.error("axis ", *axis, " is out of range for an input of rank ", rank);
 
   Dim n = s.dims[a];
-  if (ctx.has(1)) n = dimOf(constantScalar(ctx, 1));
-  else if (irfft) n = n.isStatic() ? Dim(2 * (n.value() - 1)) : Dim::unknown();
+  if (ctx.has(1))
+    n = dimOf(constantScalar(ctx, 1));
+  else if (irfft)
+    n = n.isStatic() ? Dim(2 * (n.value() - 1)) : Dim::unknown();
   out.dims[a] = dftOutputDim(n, onesided, irfft);
   ctx.setOutput(0, d, out);
   return Status::success();
@@ -117,7 +121,8 @@ Status inferStringNormalizer(InferContext &ctx) {
     return Status::success();
   }
   const Dim &c = s.dims.back();
-  const bool unchanged = ctx.node().getStrings("stopwords").empty() && c.isStatic() && c.value() > 0;
+  const bool unchanged =
+      ctx.node().getStrings("stopwords").empty() && c.isStatic() && c.value() > 0;
   Dim kept = unchanged ? c : Dim::unknown();
   ctx.setOutput(0, DType::String, s.rank() == 1 ? Shape({kept}) : Shape({Dim(1), kept}));
   return Status::success();

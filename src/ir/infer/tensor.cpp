@@ -13,7 +13,18 @@ namespace kiln {
 
 namespace {
 
-Shape unknownDims(int64_t n) { return Shape(std::vector<Dim>(n, Dim::unknown())); }
+// Resolves an axis against a rank; the error names the node.
+Expected<int64_t> resolveAxis(const InferContext &ctx, int64_t axis, int64_t rank) {
+  auto r = normalizeAxis(axis, rank);
+  if (!r.ok()) return ctx.error(r.error().message);
+  return *r;
+}
+
+// `n` unknown dims (an unknown rank if n is negative, which only an
+// invalid model can ask for).
+Shape unknownDims(int64_t n) {
+  return n < 0 ? Shape::unranked() : Shape(std::vector<Dim>(n, Dim::unknown()));
+}
 
 Status inferGather(InferContext &ctx) {
   DType dtype = ctx.inputDType(0);
@@ -22,7 +33,7 @@ Status inferGather(InferContext &ctx) {
     ctx.setOutput(0, dtype, Shape::unranked());
     return Status::success();
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), data.rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), data.rank()));
   std::vector<Dim> dims(data.dims.begin(), data.dims.begin() + axis);
   dims.insert(dims.end(), idx.dims.begin(), idx.dims.end());
   dims.insert(dims.end(), data.dims.begin() + axis + 1, data.dims.end());
@@ -96,10 +107,13 @@ Status inferOneHot(InferContext &ctx) {
     ctx.setOutput(0, dtype, Shape::unranked());
     return Status::success();
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), idx.rank() + 1));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), idx.rank() + 1));
   Dim depth;
-  if (const Tensor *d = ctx.constantInput(1); d && d->numel() == 1 && d->getDouble(0) > 0)
+  if (const Tensor *d = ctx.constantInput(1);
+      d && d->numel() == 1 && d->getDouble(0) >= 1 && d->getDouble(0) < 1e9)
     depth = Dim(static_cast<int64_t>(d->getDouble(0)));
+  else if (auto v = traceKnownInts(ctx.node().input(1)); v && v->size() == 1 && (*v)[0] > 0)
+    depth = Dim((*v)[0]);
   std::vector<Dim> dims = idx.dims;
   dims.insert(dims.begin() + axis, depth);
   ctx.setOutput(0, dtype, Shape(dims));
@@ -124,7 +138,7 @@ Status inferCompress(InferContext &ctx) {
     ctx.setOutput(0, dtype, Shape::unranked());
     return Status::success();
   }
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), in.rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), in.rank()));
   Shape out = in;
   out.dims[axis] = Dim::unknown();
   ctx.setOutput(0, dtype, out);
@@ -139,7 +153,7 @@ Status inferUnique(InferContext &ctx) {
   if (!ctx.node().hasAttr("axis")) {
     if (auto n = staticNumel(in)) items = Dim(*n);
   } else if (in.rankKnown) {
-    KILN_ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), in.rank()));
+    KILN_ASSIGN_OR_RETURN(int64_t axis, resolveAxis(ctx, ctx.node().getInt("axis"), in.rank()));
     y = in;
     y.dims[axis] = Dim::unknown();
     items = in.dims[axis];
