@@ -26,40 +26,6 @@ using namespace ew;
 
 // ---- numbers to numbers ----------------------------------------------------------
 
-template <class S, class D> D convertElement(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return static_cast<ComputeType<S>>(v) != ComputeType<S>(0);
-  } else if constexpr (std::is_same_v<S, bool>) {
-    return static_cast<D>(static_cast<ComputeType<D>>(v ? 1 : 0));
-  } else if constexpr (kIsIntType<S> && kIsIntType<D>) {
-    return static_cast<D>(v); // modular since C++20
-  } else if constexpr (std::is_same_v<D, float> || std::is_same_v<D, double>) {
-    return static_cast<D>(static_cast<ComputeType<S>>(v)); // one correct rounding
-  } else if constexpr (kIsHalfLike<D> && (kIsHalfLike<S> || std::is_same_v<S, float>)) {
-    return D(static_cast<float>(v)); // float holds the value exactly
-  } else {
-    return fromDouble<D>(toDouble(v)); // to f16/bf16 from wider types, or float -> int
-  }
-}
-
-Tensor convertNumeric(const Tensor &x, DType to) {
-  Tensor out(to, x.shape());
-  visitDType(x.dtype(), [&](auto srcTag) {
-    using S = decltype(srcTag);
-    if constexpr (!std::is_same_v<S, std::string>) {
-      visitDType(to, [&](auto dstTag) {
-        using D = decltype(dstTag);
-        if constexpr (!std::is_same_v<D, std::string>) {
-          const S *src = x.data<S>();
-          D *dst = out.data<D>();
-          for (int64_t i = 0; i < x.numel(); ++i) dst[i] = convertElement<S, D>(src[i]);
-        }
-      });
-    }
-  });
-  return out;
-}
-
 // ---- numbers to strings ------------------------------------------------------------
 
 // The shortest decimal digits of v (as type T) and the power of ten of the
@@ -212,7 +178,7 @@ Expected<Tensor> castTensor(const KernelContext &ctx, const Tensor &x, DType to)
   if (x.dtype() == to) return x;
   if (to == DType::String) return numbersToStrings(x);
   if (x.dtype() == DType::String) return stringsToNumbers(ctx, x, to);
-  return convertNumeric(x, to);
+  return convertTensor(x, to);
 }
 
 Status castKernel(KernelContext &ctx) {

@@ -1,5 +1,7 @@
 #include "interp/kernels/common.h"
 
+#include "interp/kernels/elementwise_helpers.h"
+
 namespace kiln {
 
 Expected<Shape64> broadcastShapes64(const Shape64 &a, const Shape64 &b) {
@@ -64,27 +66,44 @@ std::vector<double> toDoubles(const Tensor &t) {
   return v;
 }
 
-Tensor convertTensor(const Tensor &t, DType to) {
-  if (t.dtype() == to) return t;
-  Tensor out(to, t.shape());
-  int64_t n = t.numel();
-  visitDType(t.dtype(), [&](auto srcTag) {
+namespace {
+
+using ew::fromDouble;
+using ew::kIsIntType;
+using ew::toDouble;
+
+// One element from S to D: ints wrap, floats to ints truncate and saturate
+// (NaN -> 0; ONNX leaves both undefined), every float rounding happens once.
+template <class S, class D> D convertElement(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<ComputeType<S>>(v) != ComputeType<S>(0);
+  } else if constexpr (std::is_same_v<S, bool>) {
+    return static_cast<D>(static_cast<ComputeType<D>>(v ? 1 : 0));
+  } else if constexpr (kIsIntType<S> && kIsIntType<D>) {
+    return static_cast<D>(v); // modular since C++20
+  } else if constexpr (std::is_same_v<D, float> || std::is_same_v<D, double>) {
+    return static_cast<D>(static_cast<ComputeType<S>>(v)); // one correct rounding
+  } else if constexpr (kIsHalfLike<D> && (kIsHalfLike<S> || std::is_same_v<S, float>)) {
+    return D(static_cast<float>(v)); // float holds the value exactly
+  } else {
+    return fromDouble<D>(toDouble(v)); // to f16/bf16 from wider types, or float -> int
+  }
+}
+
+} // namespace
+
+Tensor convertTensor(const Tensor &x, DType to) {
+  if (x.dtype() == to) return x;
+  Tensor out(to, x.shape());
+  visitDType(x.dtype(), [&](auto srcTag) {
     using S = decltype(srcTag);
     if constexpr (!std::is_same_v<S, std::string>) {
       visitDType(to, [&](auto dstTag) {
         using D = decltype(dstTag);
         if constexpr (!std::is_same_v<D, std::string>) {
-          const S *src = t.data<S>();
+          const S *src = x.data<S>();
           D *dst = out.data<D>();
-          for (int64_t i = 0; i < n; ++i) {
-            ComputeType<S> v = static_cast<ComputeType<S>>(src[i]);
-            if constexpr (std::is_same_v<D, bool>)
-              dst[i] = v != ComputeType<S>(0);
-            else if constexpr (kIsHalfLike<D>)
-              dst[i] = D(static_cast<float>(v));
-            else
-              dst[i] = static_cast<D>(v);
-          }
+          for (int64_t i = 0; i < x.numel(); ++i) dst[i] = convertElement<S, D>(src[i]);
         }
       });
     }

@@ -27,8 +27,9 @@ std::vector<int64_t> toInt64s(const Tensor &t);
 // Numeric tensor to double values.
 std::vector<double> toDoubles(const Tensor &t);
 
-// Converts a tensor to another dtype (numeric and bool; float->int truncates
-// toward zero like C, as ONNX Cast does; saturation is Cast's own business).
+// Converts a tensor to another dtype (numeric and bool; Cast's semantics):
+// integers wrap, floats to integers truncate toward zero and saturate (NaN
+// gives 0), and every float conversion rounds once, to nearest even.
 Tensor convertTensor(const Tensor &t, DType to);
 
 // Iterates a row-major multi-index over `shape`; returns false after the last.

@@ -275,25 +275,27 @@ template <class C> struct DirParams {
 // The full inputs of one layer, converted to C.
 template <class C> struct Layer {
   RnnDims dims;
-  std::vector<C> x, w, r, b, p;
+  std::vector<C> x, w, r, b, peepholes;
   std::vector<Activation> acts;
   std::vector<int64_t> lens;
   C clip = 0;
 
+  // data() + offset rather than &v[offset]: a zero-sized input leaves the
+  // vectors empty.
   DirParams<C> params(int64_t dir) const {
     const RnnDims &d = dims;
     int64_t gh = d.gates * d.hidden;
-    DirParams<C> p_;
-    p_.w = &w[dir * gh * d.input];
-    p_.r = &r[dir * gh * d.hidden];
-    p_.wb = &b[dir * 2 * gh];
-    p_.rb = &b[dir * 2 * gh + gh];
-    if (!p.empty()) p_.p = &p[dir * 3 * d.hidden];
-    p_.acts = &acts[dir * (acts.size() / d.dirs)];
-    p_.clip = clip;
-    p_.input = d.input;
-    p_.hidden = d.hidden;
-    return p_;
+    DirParams<C> out;
+    out.w = w.data() + dir * gh * d.input;
+    out.r = r.data() + dir * gh * d.hidden;
+    out.wb = b.data() + dir * 2 * gh;
+    out.rb = b.data() + dir * 2 * gh + gh;
+    if (!peepholes.empty()) out.p = peepholes.data() + dir * 3 * d.hidden;
+    out.acts = acts.data() + dir * (acts.size() / d.dirs);
+    out.clip = clip;
+    out.input = d.input;
+    out.hidden = d.hidden;
+    return out;
   }
 };
 
@@ -314,7 +316,7 @@ Expected<Layer<C>> readLayer(const KernelContext &ctx, int64_t gates,
   l.w = readOr<C>(ctx, kW, 0);
   l.r = readOr<C>(ctx, kR, 0);
   l.b = readOr<C>(ctx, kB, d.dirs * 2 * gates * d.hidden);
-  if (ctx.node().op() == OpKind::LSTM) l.p = readOr<C>(ctx, kP, d.dirs * 3 * d.hidden);
+  if (ctx.node().op() == OpKind::LSTM) l.peepholes = readOr<C>(ctx, kP, d.dirs * 3 * d.hidden);
   return l;
 }
 
@@ -335,7 +337,7 @@ void runLayer(const Layer<C> &l, std::vector<C> &h, std::vector<C> &c, std::vect
       for (int64_t b = 0; b < d.batch; ++b) {
         if (t >= l.lens[b]) continue;
         int64_t s = (dir * d.batch + b) * d.hidden;
-        cell(&l.x[d.xAt(t, b)], &h[s], &c[s]);
+        cell(l.x.data() + d.xAt(t, b), &h[s], &c[s]);
         std::copy_n(&h[s], d.hidden, &y[d.yAt(t, dir, b)]);
       }
     }

@@ -99,6 +99,8 @@ template <class A> struct GridAxis {
     if (x < lo || x > hi) {
       if (p->padding == Padding::Border && p->mode != GridMode::Cubic)
         x = std::clamp(x, A(0), static_cast<A>(len - 1));
+      else if (p->padding == Padding::Border) // every tap reads the edge pixel beyond this
+        x = std::clamp(x, A(-3), static_cast<A>(len + 2));
       else if (p->padding == Padding::Reflection)
         x = reflect(x, lo, hi);
     }
