@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The README's second command, and what CI runs: builds kiln, runs the whole
-# CTest suite (unit tests, ONNX conformance, corpus models against ONNX
-# Runtime, CLI errors), then fuzzes the ONNX importer for FUZZ_SECONDS
-# (default 60) under ASan + UBSan.
+# The README's second command, and what CI runs: builds kiln, fuzzes the ONNX
+# importer and the IR parser for FUZZ_SECONDS each (default 60) under ASan +
+# UBSan, then runs the whole CTest suite (unit tests, ONNX conformance, the
+# corpus models against ONNX Runtime, IR round trips, CLI errors). CTest's
+# summary is the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh  # idempotent: a second run takes about a second
+scripts/setup.sh # idempotent: a second run takes about a second
 scripts/build.sh
-(cd build && ctest --output-on-failure -j2)
 scripts/fuzz.sh build-fuzz
+cd build && ctest --output-on-failure -j2

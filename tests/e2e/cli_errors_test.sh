@@ -60,6 +60,36 @@ expect_error "bad --dim" "--dim N: 'abc' is not a non-negative integer" "$kiln" 
 expect_error "unknown target" "unknown target 'gpu9'" "$kiln" run "$tmp/relu.onnx" --target gpu9
 expect_error "unknown command" "unknown command 'frobnicate'" "$kiln" frobnicate
 expect_error "missing kir" "nothing.kir: cannot open file" "$kiln" opt "$tmp/nothing.kir"
+# Bit-flipped and truncated copies of real models: an error or a model, never
+# a crash (the fuzzers go much further; this keeps the CLI path honest).
+/usr/bin/python3 - "$tmp" <<'PY'
+import random, sys
+d = sys.argv[1]
+rng = random.Random(42)
+srcs = ["/usr/share/libonnx-testdata/data/node/test_lstm_with_peepholes/model.onnx",
+        "/usr/share/libonnx-testdata/data/node/test_if_seq/model.onnx",
+        f"{d}/relu.onnx"]
+k = 0
+for src in srcs:
+    data = open(src, "rb").read()
+    for _ in range(40):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+        if rng.random() < 0.3:
+            b = b[: rng.randrange(len(b))]
+        open(f"{d}/mutant_{k}.onnx", "wb").write(bytes(b))
+        k += 1
+PY
+crashes=0
+for f in "$tmp"/mutant_*.onnx; do
+  "$kiln" inspect "$f" >/dev/null 2>&1
+  rc=$?
+  if [ $rc -ge 128 ]; then echo "FAIL $f crashed kiln inspect (exit $rc)"; crashes=$((crashes + 1)); cp "$f" /tmp/; fi
+done
+[ $crashes -eq 0 ] && echo "ok   120 mutated models: no crash" || failures=$((failures + crashes))
+
 for cmd in run inspect opt conformance; do
   "$kiln" $cmd --help >/dev/null || { echo "FAIL $cmd --help"; failures=$((failures + 1)); }
 done
