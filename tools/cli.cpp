@@ -2,6 +2,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "ir/parser.h"
+#include "ir/verifier.h"
 
 #include <algorithm>
 #include <cctype>
@@ -78,7 +79,11 @@ Expected<Model> loadModel(const std::string &path) {
     if (!in) return makeError(path, ": cannot open file");
     std::stringstream ss;
     ss << in.rdbuf();
-    return parseModel(ss.str(), path);
+    // The parser leaves arity and attribute checks to the verifier; kernels
+    // rely on both, so nothing unverified reaches them.
+    KILN_ASSIGN_OR_RETURN(Model m, parseModel(ss.str(), path));
+    if (Status s = verifyModel(m); !s.ok()) return withContext(path, s.error());
+    return m;
   }
   return importOnnxFile(path);
 }

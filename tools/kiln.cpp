@@ -1,6 +1,7 @@
 // The kiln command-line tool: one binary, one subcommand per job.
 #include "commands.h"
 
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -18,10 +19,7 @@ kiln compiles and runs ML models. Commands:
 Run `kiln <command> --help` for a command's options.
 )";
 
-} // namespace
-
-int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+int dispatch(std::vector<std::string> args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
     return args.empty() ? 1 : 0;
@@ -35,4 +33,17 @@ int main(int argc, char **argv) {
   if (cmd == "conformance") return conformanceCommand(args);
   std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
   return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Layers report errors as values; this is the last net for an allocation
+  // that fails outside the interpreter (e.g. --dim sizes no machine holds).
+  try {
+    return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception &e) {
+    std::cerr << "kiln: " << e.what() << "\n";
+    return 1;
+  }
 }

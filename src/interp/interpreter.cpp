@@ -1,5 +1,7 @@
 #include "interp/interpreter.h"
 
+#include <new>
+#include <stdexcept>
 #include <unordered_set>
 
 namespace kiln {
@@ -106,6 +108,41 @@ std::vector<std::vector<const Value *>> valuesReadPerNode(const Graph &graph) {
   return result;
 }
 
+// Runs one kernel; allocation failures (a tensor too large for its shape, or
+// for memory) become errors naming the node instead of escaping this layer.
+Status runKernel(KernelFn fn, KernelContext &ctx) {
+  try {
+    return fn(ctx);
+  } catch (const std::bad_alloc &) {
+    return ctx.error("out of memory");
+  } catch (const std::length_error &e) {
+    return ctx.error(e.what());
+  }
+}
+
+// Ops whose inputs may be sequences or optionals; every other op's kernel
+// reads its inputs as tensors.
+bool takesNonTensorInputs(OpKind op) {
+  switch (op) {
+  case OpKind::Identity:
+  case OpKind::If:
+  case OpKind::Loop:
+  case OpKind::Scan:
+  case OpKind::SequenceMap:
+  case OpKind::SequenceAt:
+  case OpKind::SequenceInsert:
+  case OpKind::SequenceErase:
+  case OpKind::SequenceLength:
+  case OpKind::ConcatFromSequence:
+  case OpKind::Optional:
+  case OpKind::OptionalHasElement:
+  case OpKind::OptionalGetElement:
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 Expected<std::vector<RtValue>> Interpreter::runGraph(const Graph &graph,
@@ -138,16 +175,16 @@ Expected<std::vector<RtValue>> Interpreter::runGraph(const Graph &graph,
       if (!rv)
         return makeError(node.describe(), ": input ", i, " ('", v->name(),
                          "') has no value (read before it is defined)");
-      // Kernels read tensor inputs with ctx.in(i); a sequence or optional
-      // where the IR says tensor must be an error, not a crash.
-      if (v->type().isTensor() && !rv->isTensor())
+      // Kernels read tensor inputs with ctx.in(i): a sequence or optional
+      // reaching an op that takes only tensors is an error, not a crash.
+      if (!rv->isTensor() && !takesNonTensorInputs(node.op()))
         return makeError(node.describe(), ": input ", i, " ('", v->name(), "') is a ",
                          rv->describe(), ", expected a tensor");
       args.push_back(rv);
     }
 
     KernelContext ctx(node, std::move(args), *this, options_, env);
-    if (Status s = fn(ctx); !s.ok()) return s.error();
+    if (Status s = runKernel(fn, ctx); !s.ok()) return s.error();
     std::vector<RtValue> outs = ctx.takeOutputs();
     if (topLevel && observer_) observer_(node, outs);
     for (size_t i = 0; i < outs.size(); ++i)

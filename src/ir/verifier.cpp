@@ -57,6 +57,9 @@ Status checkArity(const Node &n) {
   if (outs < s.minOutputs || (s.maxOutputs >= 0 && outs > s.maxOutputs))
     return makeError(n.describe(), ": has ", outs, outs == 1 ? " output, " : " outputs, ",
                      expectedCount(s.minOutputs, s.maxOutputs));
+  // The first minInputs inputs are required: kernels read them unchecked.
+  for (int i = 0; i < s.minInputs; ++i)
+    if (!n.input(i)) return makeError(n.describe(), ": required input ", i, " is absent");
   return Status::success();
 }
 

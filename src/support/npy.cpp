@@ -105,6 +105,8 @@ Expected<Tensor> parseNpy(const std::string &bytes, const std::string &name) {
                 " bytes, found " + std::to_string(bytes.size() - dataStart));
   Tensor t(*dtype, shape);
   if (t.byteSize()) std::memcpy(t.mutableRaw(), bytes.data() + dataStart, t.byteSize());
+  if (*dtype == DType::Bool) // any byte but 0 or 1 in a C++ bool is undefined
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<uint8_t>()[i] = t.data<uint8_t>()[i] != 0;
   return t;
 }
 

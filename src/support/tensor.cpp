@@ -1,6 +1,8 @@
 #include "support/tensor.h"
 
+#include <algorithm>
 #include <cassert>
+#include <stdexcept>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -8,8 +10,11 @@
 namespace kiln {
 
 int64_t numelOf(const Shape64 &shape) {
+  // Saturates instead of wrapping, so a corrupt shape can never pass for a
+  // small one; the allocation of such a tensor then fails loudly.
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 
@@ -41,6 +46,8 @@ std::shared_ptr<void> allocateZeroed(size_t bytes) {
 } // namespace
 
 Tensor::Tensor(DType dtype, Shape64 shape) : dtype_(dtype), shape_(std::move(shape)), defined_(true) {
+  if (numel() > kMaxTensorBytes / static_cast<int64_t>(std::max<size_t>(dtypeSize(dtype_), 1)))
+    throw std::length_error("tensor of shape " + shapeToString(shape_) + " is too large");
   if (dtype_ == DType::String) {
     strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(numel()));
     data_ = strings_->data();

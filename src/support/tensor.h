@@ -17,6 +17,11 @@ namespace kiln {
 
 using Shape64 = std::vector<int64_t>;
 
+// The largest tensor kiln allocates: far above real models, low enough that
+// a corrupt shape fails at once instead of swapping the machine to death.
+inline constexpr int64_t kMaxTensorBytes = int64_t(1) << 38; // 256 GiB
+
+// Product of dims; INT64_MAX when it overflows or a dim is negative.
 int64_t numelOf(const Shape64 &shape);
 std::string shapeToString(const Shape64 &shape); // "[2,3,4]"
 // Row-major strides in elements.
@@ -25,7 +30,11 @@ Shape64 stridesOf(const Shape64 &shape);
 class Tensor {
 public:
   Tensor() = default;
-  // Zero-initialized tensor (empty strings for String).
+  // Zero-initialized tensor (empty strings for String). Throws
+  // std::length_error for a shape over kMaxTensorBytes (or one whose element
+  // count overflows) and std::bad_alloc when memory runs out: callers that
+  // size tensors from untrusted data turn these into errors at their layer's
+  // boundary (the interpreter does, per kernel).
   Tensor(DType dtype, Shape64 shape);
   // Wraps external memory (e.g. an mmapped file); `owner` keeps it alive.
   static Tensor view(DType dtype, Shape64 shape, std::shared_ptr<const void> owner,

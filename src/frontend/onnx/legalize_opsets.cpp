@@ -144,6 +144,7 @@ Result legalizeSoftmaxFamily(NodeDraft &d, GraphBuilder &b) {
   int64_t axis = 1;
   if (auto a = d.take("axis")) axis = a->i;
   Value *x = d.input(0);
+  if (!x) return legalizeDirect(d, b); // reports the missing input
   const Shape &shape = x->type().shape();
   if (shape.rankKnown && (axis == shape.rank() - 1 || axis == -1)) {
     d.attrs["axis"] = Attribute::ofInt(-1);

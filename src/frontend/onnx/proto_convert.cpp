@@ -126,6 +126,18 @@ Expected<Tensor> convertTensor(const onnx::TensorProto &p, const TensorSource &s
                        " values, expected ", n);
     return Status::success();
   };
+  // Check the count of values before allocating: the dims alone may claim
+  // terabytes that the file does not hold.
+  int have = 0;
+  switch (*dtype) {
+  case DType::F32: have = p.float_data_size(); break;
+  case DType::F64: have = p.double_data_size(); break;
+  case DType::I64: have = p.int64_data_size(); break;
+  case DType::U32:
+  case DType::U64: have = p.uint64_data_size(); break;
+  default: have = p.int32_data_size();
+  }
+  KILN_RETURN_IF_ERROR(sizeCheck(have));
   Tensor t(*dtype, dims);
   switch (*dtype) {
   case DType::F32:
