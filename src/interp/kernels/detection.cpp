@@ -183,11 +183,26 @@ struct RoiAlignParams {
   bool halfPixel = true, maxMode = false;
 };
 
+// Sampling grids larger than this per bin side are rejected.
+constexpr int64_t kMaxGrid = int64_t{1} << 16;
+// Output and sample counts larger than this are rejected.
+constexpr int64_t kMaxRoiElements = int64_t{1} << 31;
+
+// The sampling grid side for a bin of `len` pixels, or -1 when it is not
+// finite or exceeds kMaxGrid (checked in double, before the cast).
+template <class C> int64_t gridSide(const RoiAlignParams &p, C len) {
+  if (p.samplingRatio > 0) return p.samplingRatio <= kMaxGrid ? p.samplingRatio : -1;
+  double side = std::ceil(static_cast<double>(len));
+  if (!(side <= static_cast<double>(kMaxGrid))) return -1; // NaN too
+  return side > 0 ? static_cast<int64_t>(side) : 0;
+}
+
 // The samples of every bin of one roi [x1, y1, x2, y2], bin-major: bin
-// (ph, pw) owns gridH * gridW consecutive entries.
+// (ph, pw) owns gridH * gridW consecutive entries. Returns false (and no
+// samples) when the grid would exceed kMaxGrid or kMaxRoiElements samples.
 template <class C>
-std::vector<Sample<C>> roiSamples(const RoiAlignParams &p, const C *roi, int64_t height,
-                                  int64_t width, int64_t &gridH, int64_t &gridW) {
+bool roiSamples(const RoiAlignParams &p, const C *roi, int64_t height, int64_t width,
+                int64_t &gridH, int64_t &gridW, std::vector<Sample<C>> &samples) {
   C scale = static_cast<C>(p.spatialScale), offset = p.halfPixel ? C(0.5) : C(0);
   C startW = roi[0] * scale - offset, startH = roi[1] * scale - offset;
   C roiW = roi[2] * scale - offset - startW, roiH = roi[3] * scale - offset - startH;
@@ -196,12 +211,14 @@ std::vector<Sample<C>> roiSamples(const RoiAlignParams &p, const C *roi, int64_t
     roiH = std::max(roiH, C(1));
   }
   C binH = roiH / static_cast<C>(p.outH), binW = roiW / static_cast<C>(p.outW);
-  gridH = p.samplingRatio > 0 ? p.samplingRatio : static_cast<int64_t>(std::ceil(binH));
-  gridW = p.samplingRatio > 0 ? p.samplingRatio : static_cast<int64_t>(std::ceil(binW));
-  gridH = std::max<int64_t>(gridH, 0);
-  gridW = std::max<int64_t>(gridW, 0);
-  std::vector<Sample<C>> samples;
-  samples.reserve(p.outH * p.outW * gridH * gridW);
+  gridH = gridSide(p, binH);
+  gridW = gridSide(p, binW);
+  int64_t count = 0;
+  if (gridH < 0 || gridW < 0 || __builtin_mul_overflow(p.outH, p.outW, &count) ||
+      __builtin_mul_overflow(count, gridH * gridW, &count) || count > kMaxRoiElements)
+    return false;
+  samples.clear();
+  samples.reserve(count);
   for (int64_t ph = 0; ph < p.outH; ++ph)
     for (int64_t pw = 0; pw < p.outW; ++pw)
       for (int64_t iy = 0; iy < gridH; ++iy) {
@@ -213,7 +230,7 @@ std::vector<Sample<C>> roiSamples(const RoiAlignParams &p, const C *roi, int64_t
           samples.push_back(bilinearSample(y, x, height, width));
         }
       }
-  return samples;
+  return true;
 }
 
 // Pools one bin of one channel plane from its `count` samples.
@@ -267,16 +284,26 @@ Status roiAlign(KernelContext &ctx, const RoiAlignParams &p, const std::vector<i
   const Tensor &x = ctx.in(0);
   int64_t numRois = ctx.in(1).dim(0);
   int64_t batch = x.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);
+  if (height == 0 || width == 0)
+    return ctx.error("X must have a non-empty spatial plane, got ", shapeToString(x.shape()));
+  int64_t bins = 0, outSize = 0;
+  if (__builtin_mul_overflow(p.outH, p.outW, &bins) || bins > kMaxRoiElements ||
+      __builtin_mul_overflow(numRois * channels, bins, &outSize) || outSize > kMaxRoiElements)
+    return ctx.error("output of ", numRois, " rois x ", channels, " channels x ", p.outH, "x",
+                     p.outW, " is too large");
   std::vector<C> rois = readAs<C>(ctx.in(1)), data = readAs<C>(x);
-  std::vector<double> out(numRois * channels * p.outH * p.outW);
-  int64_t plane = height * width, bins = p.outH * p.outW;
+  std::vector<double> out(outSize);
+  int64_t plane = height * width;
   for (int64_t r = 0; r < numRois; ++r) {
     if (batchIdx[r] < 0 || batchIdx[r] >= batch)
       return ctx.error("batch index ", batchIdx[r], " of roi ", r, " is outside [0, ", batch, ")");
     for (int k = 0; k < 4; ++k)
       if (!std::isfinite(rois[4 * r + k])) return ctx.error("roi ", r, " is not finite");
     int64_t gridH = 0, gridW = 0;
-    std::vector<Sample<C>> samples = roiSamples(p, &rois[4 * r], height, width, gridH, gridW);
+    std::vector<Sample<C>> samples;
+    if (!roiSamples(p, &rois[4 * r], height, width, gridH, gridW, samples))
+      return ctx.error("the sampling grid of roi ", r, " is too large (more than ", kMaxGrid,
+                       " per side or ", kMaxRoiElements, " samples)");
     int64_t perBin = gridH * gridW;
     for (int64_t c = 0; c < channels; ++c) {
       const C *in = &data[(batchIdx[r] * channels + c) * plane];

@@ -183,6 +183,13 @@ template <class T> T combine(const T &old, const T &upd, Reduction r) {
     return upd;
   } else {
     using C = ComputeType<T>;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // Integers wrap: add and mul in an unsigned type at least as wide as
+      // unsigned int (so that no promotion to int can overflow), then back.
+      using W = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+      if (r == Reduction::Add) return static_cast<T>(static_cast<W>(old) + static_cast<W>(upd));
+      if (r == Reduction::Mul) return static_cast<T>(static_cast<W>(old) * static_cast<W>(upd));
+    }
     C a = static_cast<C>(old), b = static_cast<C>(upd), v = b;
     switch (r) {
     case Reduction::None:

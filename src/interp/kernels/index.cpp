@@ -24,26 +24,38 @@ Expected<double> readScalar(const KernelContext &ctx, int i, const char *what) {
   return t.getDouble(0);
 }
 
-template <class T> Tensor rangeOf(const Tensor &start, const Tensor &limit, const Tensor &delta) {
-  int64_t n = 0;
-  if constexpr (std::is_integral_v<T>) {
-    int64_t s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0);
+// Ranges longer than this are rejected rather than allocated.
+constexpr int64_t kMaxRangeLength = int64_t{1} << 31;
+
+// The number of elements of range(start, limit, delta), delta != 0. Integer
+// ranges are counted in __int128 so that no int64 difference can overflow.
+int64_t rangeCount(DType dtype, const Tensor &start, const Tensor &limit, const Tensor &delta) {
+  if (isInt(dtype)) {
+    __int128 s = start.getInt(0), l = limit.getInt(0), d = delta.getInt(0), n = 0;
     if (d > 0 && l > s) n = (l - s + d - 1) / d;
     if (d < 0 && l < s) n = (s - l - d - 1) / -d;
-  } else {
-    double s = start.getDouble(0), l = limit.getDouble(0), d = delta.getDouble(0);
-    double count = std::ceil((l - s) / d); // finite and bounded: checked by the caller
-    n = count > 0 ? static_cast<int64_t>(count) : 0;
+    return n > kMaxRangeLength ? kMaxRangeLength + 1 : static_cast<int64_t>(n);
   }
+  double count = std::ceil((limit.getDouble(0) - start.getDouble(0)) / delta.getDouble(0));
+  if (!(count <= static_cast<double>(kMaxRangeLength))) return kMaxRangeLength + 1; // NaN too
+  return count > 0 ? static_cast<int64_t>(count) : 0;
+}
+
+template <class T>
+Tensor rangeOf(const Tensor &start, const Tensor &delta, int64_t n) {
   Tensor out(start.dtype(), {n});
   T *dst = out.data<T>();
-  using C = ComputeType<T>;
-  C s = static_cast<C>(start.getDouble(0)), d = static_cast<C>(delta.getDouble(0));
   if constexpr (std::is_integral_v<T>) {
-    s = static_cast<C>(start.getInt(0));
-    d = static_cast<C>(delta.getInt(0));
+    // Wrapping arithmetic: s + i * d lies between start and limit, but i * d
+    // alone may not fit in int64.
+    auto s = static_cast<uint64_t>(start.getInt(0)), d = static_cast<uint64_t>(delta.getInt(0));
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = static_cast<T>(static_cast<int64_t>(s + static_cast<uint64_t>(i) * d));
+  } else {
+    using C = ComputeType<T>;
+    C s = static_cast<C>(start.getDouble(0)), d = static_cast<C>(delta.getDouble(0));
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(s + static_cast<C>(i) * d);
   }
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(s + static_cast<C>(i) * d);
   return out;
 }
 
@@ -56,12 +68,11 @@ Status rangeKernel(KernelContext &ctx) {
   DType d = start.dtype();
   if (d == DType::String || d == DType::Bool)
     return ctx.error("does not support dtype ", dtypeName(d));
-  if (isFloat(d)) {
-    double n = std::ceil((limit.getDouble(0) - start.getDouble(0)) / delta.getDouble(0));
-    if (!(n < 1e10)) return ctx.error("the range has too many elements");
-  }
+  int64_t n = rangeCount(d, start, limit, delta);
+  if (n > kMaxRangeLength)
+    return ctx.error("the range has too many elements (more than ", kMaxRangeLength, ")");
   return dispatchNumeric(
-      ctx, d, [&](auto tag) { ctx.setOutput(0, rangeOf<decltype(tag)>(start, limit, delta)); });
+      ctx, d, [&](auto tag) { ctx.setOutput(0, rangeOf<decltype(tag)>(start, delta, n)); });
 }
 
 Status oneHotKernel(KernelContext &ctx) {

@@ -213,6 +213,7 @@ Status globalPool(KernelContext &ctx, GlobalKind kind) {
   if (size == 0 && kind != GlobalKind::Lp)
     return ctx.error("input X has empty spatial dims ", shapeToString(x.shape()));
   double pNorm = kind == GlobalKind::Lp ? static_cast<double>(ctx.node().getInt("p")) : 0;
+  if (kind == GlobalKind::Lp && pNorm <= 0) return ctx.error("p must be positive, got ", pNorm);
   Tensor y(x.dtype(), outShape);
   bool f64 = ctx.options().accumulateF64;
   auto run = [&](auto tag) {

@@ -162,9 +162,11 @@ Status readScalesOrSizes(const KernelContext &ctx, const std::vector<int64_t> &a
       AxisSpec &s = spec[axes[i]];
       // Scales are float32 in ONNX; the product is taken in double.
       s.scale = static_cast<double>(static_cast<float>(t.getDouble(i)));
-      if (!(s.scale > 0)) return ctx.error("scales must be positive, got ", s.scale);
+      if (!(s.scale > 0) || !std::isfinite(s.scale))
+        return ctx.error("scales must be finite and positive, got ", s.scale);
       double len = std::floor(static_cast<double>(s.inLen) * s.scale);
-      if (len > kMaxLength)
+      // Checked before the cast: a NaN or out-of-range double to int64 is UB.
+      if (!(len >= 0 && len <= static_cast<double>(kMaxLength)))
         return ctx.error("scale ", s.scale, " makes axis ", axes[i], " too long");
       s.outLen = static_cast<int64_t>(len);
       s.resized = static_cast<double>(s.inLen) * s.scale;
@@ -196,7 +198,8 @@ Status readScalesOrSizes(const KernelContext &ctx, const std::vector<int64_t> &a
     AxisSpec &s = spec[a];
     s.scale = common;
     double len = std::floor(common * static_cast<double>(s.inLen) + 0.5);
-    if (len > kMaxLength) return ctx.error("sizes make axis ", a, " too long");
+    if (!(len >= 0 && len <= static_cast<double>(kMaxLength)))
+      return ctx.error("sizes make axis ", a, " too long");
     s.outLen = static_cast<int64_t>(len);
     s.resized = common * static_cast<double>(s.inLen);
   }

@@ -256,9 +256,14 @@ Status depthToSpaceKernel(KernelContext &ctx) {
   if (mode != "DCR" && mode != "CRD") return ctx.error("unknown mode '", mode, "'");
   bool crd = mode == "CRD";
   int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
-  if (C % (b * b) != 0)
-    return ctx.error("channels ", C, " are not divisible by blocksize^2 = ", b * b);
-  int64_t oc = C / (b * b), oh = H * b, ow = W * b;
+  // Division, not b * b: a huge blocksize must not overflow.
+  if (C % b != 0 || (C / b) % b != 0)
+    return ctx.error("channels ", C, " are not divisible by blocksize^2 (blocksize ", b, ")");
+  int64_t oc = C / b / b, oh = 0, ow = 0, plane = 0, total = 0;
+  if (__builtin_mul_overflow(H, b, &oh) || __builtin_mul_overflow(W, b, &ow) ||
+      __builtin_mul_overflow(oh, ow, &plane) || __builtin_mul_overflow(plane, oc, &total) ||
+      __builtin_mul_overflow(total, N, &total))
+    return ctx.error("blocksize ", b, " makes the output too large");
   Tensor out = permuteElements(x, {N, oc, oh, ow}, [&](int64_t k) {
     int64_t w2 = k % ow, h2 = (k / ow) % oh, c = (k / (ow * oh)) % oc, n = k / (ow * oh * oc);
     int64_t i = h2 % b, j = w2 % b, h = h2 / b, w = w2 / b;
@@ -276,7 +281,9 @@ Status spaceToDepthKernel(KernelContext &ctx) {
   int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   if (H % b != 0 || W % b != 0)
     return ctx.error("spatial dims ", H, "x", W, " are not divisible by blocksize ", b);
-  int64_t oc = C * b * b, oh = H / b, ow = W / b;
+  int64_t oc = 0, oh = H / b, ow = W / b;
+  if (__builtin_mul_overflow(C, b, &oc) || __builtin_mul_overflow(oc, b, &oc))
+    return ctx.error("blocksize ", b, " makes the output channel count overflow");
   Tensor out = permuteElements(x, {N, oc, oh, ow}, [&](int64_t k) {
     int64_t w = k % ow, h = (k / ow) % oh, c2 = (k / (ow * oh)) % oc, n = k / (ow * oh * oc);
     int64_t c = c2 % C, blk = c2 / C, i = blk / b, j = blk % b;

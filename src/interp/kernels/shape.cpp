@@ -13,6 +13,20 @@ namespace kiln {
 
 namespace {
 
+// Output tensors larger than this many bytes are rejected.
+constexpr int64_t kMaxOutputBytes = int64_t{1} << 40;
+
+// Checks that a `dtype` tensor of `shape` fits in kMaxOutputBytes; the product
+// of dims is overflow-checked (a zero dim makes the tensor empty).
+Status checkOutputSize(const KernelContext &ctx, const Shape64 &shape, DType dtype) {
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return Status::success();
+  int64_t bytes = static_cast<int64_t>(dtypeSize(dtype));
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxOutputBytes)
+      return ctx.error("output shape ", shapeToString(shape), " needs more than 2^40 bytes");
+  return Status::success();
+}
+
 Status constantKernel(KernelContext &ctx) {
   const Tensor &v = ctx.node().getTensor("value");
   if (!v.defined()) return ctx.error("has no value attribute");
@@ -34,6 +48,7 @@ Status constantOfShapeKernel(KernelContext &ctx) {
       ctx.node().hasAttr("value") ? ctx.node().getTensor("value") : Tensor::scalar<float>(0.0f);
   if (value.numel() != 1)
     return ctx.error("value must hold one element, got shape ", shapeToString(value.shape()));
+  KILN_RETURN_IF_ERROR(checkOutputSize(ctx, shape, value.dtype()));
   Tensor out(value.dtype(), shape);
   visitDType(value.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -49,6 +64,7 @@ Expected<Shape64> reshapeTarget(const KernelContext &ctx, const Shape64 &in,
                                 const std::vector<int64_t> &target, bool allowZero) {
   Shape64 out(target.size());
   int64_t inferred = -1, known = 1;
+  bool hasZero = false, overflow = false;
   for (size_t i = 0; i < target.size(); ++i) {
     int64_t d = target[i];
     if (d == 0 && !allowZero) {
@@ -64,8 +80,12 @@ Expected<Shape64> reshapeTarget(const KernelContext &ctx, const Shape64 &in,
       return ctx.error("shape ", shapeToString(target), " has an invalid dim ", d);
     }
     out[i] = d;
-    known *= d;
+    if (d == 0) hasZero = true;
+    else if (!overflow) overflow = __builtin_mul_overflow(known, d, &known);
   }
+  if (hasZero) known = 0;
+  else if (overflow)
+    return ctx.error("shape ", shapeToString(target), " has more elements than int64 can count");
   int64_t numel = numelOf(in);
   if (inferred >= 0) {
     if (known == 0 || numel % known != 0)
@@ -176,6 +196,7 @@ Status expandKernel(KernelContext &ctx) {
   KILN_ASSIGN_OR_RETURN(Shape64 target, readShape(ctx, 1));
   auto shape = broadcastShapes64(x.shape(), target);
   if (!shape.ok()) return ctx.error(shape.error().message);
+  KILN_RETURN_IF_ERROR(checkOutputSize(ctx, *shape, x.dtype()));
   ctx.setOutput(0, gatherOffsets(x, *shape, broadcastOffsets(x.shape(), *shape)));
   return Status::success();
 }
@@ -189,8 +210,10 @@ Status tileKernel(KernelContext &ctx) {
   for (int64_t i = 0; i < x.rank(); ++i) {
     if (repeats[i] < 0)
       return ctx.error("repeats ", shapeToString(repeats), " has a negative entry");
-    shape[i] = x.dim(i) * repeats[i];
+    if (__builtin_mul_overflow(x.dim(i), repeats[i], &shape[i]))
+      return ctx.error("repeats ", shapeToString(repeats), " overflow dim ", i);
   }
+  KILN_RETURN_IF_ERROR(checkOutputSize(ctx, shape, x.dtype()));
   // Output index i along an axis reads input index i % dim.
   Shape64 inStrides = stridesOf(x.shape());
   std::vector<int64_t> offsets(numelOf(shape));

@@ -295,25 +295,34 @@ Status melWeightMatrixKernel(KernelContext &ctx) {
   if (numMel <= 0 || dftLength <= 0 || sampleRate <= 0)
     return ctx.error("num_mel_bins, dft_length and sample_rate must be positive, got ", numMel,
                      ", ", dftLength, ", ", sampleRate);
-  if (lowerHz < 0 || upperHz < lowerHz)
-    return ctx.error("edges must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz, got ", lowerHz,
-                     " and ", upperHz);
+  if (!std::isfinite(lowerHz) || !std::isfinite(upperHz) || lowerHz < 0 || upperHz < lowerHz)
+    return ctx.error("edges must be finite and satisfy 0 <= lower_edge_hertz <= "
+                     "upper_edge_hertz, got ", lowerHz, " and ", upperHz);
 
   const int64_t numBins = dftLength / 2 + 1;
-  auto binOf = [&](double hz) {
-    return static_cast<int64_t>(
-        std::floor(static_cast<double>(dftLength + 1) * hz / static_cast<double>(sampleRate)));
+  int64_t total = 0;
+  if (__builtin_mul_overflow(numBins, numMel, &total) || total > (int64_t{1} << 31))
+    return ctx.error("output of ", numBins, " x ", numMel, " elements is too large");
+  // The bin of hz, or -1 when it lies outside [0, numBins) (checked in double,
+  // before the cast, so a huge value is never converted).
+  auto binOf = [&](double hz) -> int64_t {
+    double bin =
+        std::floor(static_cast<double>(dftLength + 1) * hz / static_cast<double>(sampleRate));
+    return bin >= 0 && bin < static_cast<double>(numBins) ? static_cast<int64_t>(bin) : -1;
   };
-  // Every corner lies between the edges' bins, so checking those suffices.
-  if (binOf(upperHz) >= numBins)
-    return ctx.error("upper_edge_hertz ", upperHz, " maps to DFT bin ", binOf(upperHz),
-                     ", past the last bin (", numBins - 1, ") of dft_length ", dftLength,
-                     " at sample_rate ", sampleRate);
+  if (binOf(upperHz) < 0)
+    return ctx.error("upper_edge_hertz ", upperHz, " maps past the last DFT bin (", numBins - 1,
+                     ") of dft_length ", dftLength, " at sample_rate ", sampleRate);
   const double lowMel = hertzToMel(lowerHz);
   const double melStep = (hertzToMel(upperHz) - lowMel) / static_cast<double>(numMel + 2);
   std::vector<int64_t> corner(numMel + 2);
-  for (int64_t i = 0; i < numMel + 2; ++i)
+  // The corners lie between the edges in exact arithmetic, but the mel round
+  // trip can round one past an edge's bin, so each is checked.
+  for (int64_t i = 0; i < numMel + 2; ++i) {
     corner[i] = binOf(melToHertz(static_cast<double>(i) * melStep + lowMel));
+    if (corner[i] < 0)
+      return ctx.error("mel corner ", i, " falls outside the ", numBins, " DFT bins");
+  }
   std::vector<double> out(numBins * numMel, 0.0);
   auto set = [&](int64_t bin, int64_t mel, double v) { out[bin * numMel + mel] = v; };
   for (int64_t m = 0; m < numMel; ++m) {

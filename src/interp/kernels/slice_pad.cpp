@@ -249,15 +249,35 @@ Status padKernel(KernelContext &ctx) {
   // padded, so reflect/edge/wrap see the cropped data (as the reference does).
   Shape64 shape(rank), inStrides = stridesOf(x.shape());
   std::vector<std::vector<int64_t>> source(rank); // input index per output index, -1 = pad value
+  // First the output shape, overflow-checked and bounded before anything is
+  // allocated; then the source index of every output index along each axis.
   for (int64_t a = 0; a < rank; ++a) {
     int64_t begin = pads[a], end = pads[a + rank];
+    if (begin < -x.dim(a) || end < -x.dim(a))
+      return ctx.error("pads crop more than the ", x.dim(a), " elements of axis ", a);
     int64_t lo = std::max<int64_t>(0, -begin);
     int64_t n = x.dim(a) - lo - std::max<int64_t>(0, -end);
     if (n < 0) return ctx.error("pads crop more than the ", x.dim(a), " elements of axis ", a);
     int64_t before = std::max<int64_t>(0, begin), after = std::max<int64_t>(0, end);
-    shape[a] = before + n + after;
+    if (__builtin_add_overflow(before, n, &shape[a]) ||
+        __builtin_add_overflow(shape[a], after, &shape[a]))
+      return ctx.error("pads ", shapeToString(pads), " overflow axis ", a);
     if (mode != "constant" && n == 0 && shape[a] > 0)
       return ctx.error("cannot pad empty axis ", a, " in ", mode, " mode");
+  }
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    ctx.setOutput(0, Tensor(x.dtype(), shape)); // empty: no element to fill
+    return Status::success();
+  }
+  int64_t bytes = static_cast<int64_t>(dtypeSize(x.dtype()));
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > (int64_t{1} << 40))
+      return ctx.error("output shape ", shapeToString(shape), " needs more than 2^40 bytes");
+  for (int64_t a = 0; a < rank; ++a) {
+    int64_t begin = pads[a], end = pads[a + rank];
+    int64_t lo = std::max<int64_t>(0, -begin);
+    int64_t n = x.dim(a) - lo - std::max<int64_t>(0, -end);
+    int64_t before = std::max<int64_t>(0, begin);
     for (int64_t o = 0; o < shape[a]; ++o) {
       int64_t p = o - before;
       if (p < 0 || p >= n) p = mode == "constant" ? -1 : padSource(mode, p, n);

@@ -111,8 +111,12 @@ template <class Token>
 void countRow(const NgramPool<Token> &pool, const Token *row, int64_t length, int64_t minGram,
               int64_t maxGram, int64_t maxSkip, float *counts) {
   std::vector<Token> key;
-  for (int64_t gram = std::max<int64_t>(minGram, 1); gram <= maxGram; ++gram) {
-    const int64_t distances = gram == 1 ? 1 : maxSkip + 1;
+  // Only n-grams that fit in the row: gram <= length and (gram - 1) *
+  // distance < length, so no bound below overflows whatever the attributes.
+  const int64_t lastGram = std::min(maxGram, length);
+  for (int64_t gram = std::max<int64_t>(minGram, 1); gram <= lastGram; ++gram) {
+    const int64_t fitting = gram == 1 ? 1 : (length - 1) / (gram - 1);
+    const int64_t distances = maxSkip < fitting ? maxSkip + 1 : fitting;
     for (int64_t distance = 1; distance <= distances; ++distance) {
       for (int64_t start = 0; start + (gram - 1) * distance < length; ++start) {
         key.clear();

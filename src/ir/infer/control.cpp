@@ -10,7 +10,7 @@
 //   2. loop-carried values (Loop, Scan states) may change shape between
 //      iterations, so their types are widened until the body's outputs fit
 //      its inputs: a fixpoint of a few rounds, then unknown rank;
-//   3. the region is inferred again every time: its nodes also read values
+//   3. the region is inferred again whenever what it reads changed: its nodes also read values
 //      of the enclosing graphs, whose types may have changed since. Nested
 //      region ops do the same for their own regions from their inference
 //      functions, so a region op's output types never come from a stale
@@ -21,6 +21,7 @@
 #include "ir/infer/infer.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace kiln {
 
@@ -88,18 +89,100 @@ void setRegionInput(Graph &region, size_t i, const Type &t) {
   region.inputs()[i]->setType(t);
 }
 
+// ---- bounding re-inference ---------------------------------------------------
+//
+// Re-inferring a region re-infers the region ops inside it, each of which
+// settles its own body over several rounds: done blindly, nested Loops cost
+// rounds^depth. So, for the span of one outermost region op's inference
+// (during which no graph is created or freed, so pointers identify them):
+//   1. a region is re-inferred only when what its inference reads has
+//      changed since its last inference: its input types and the types of
+//      the outer values it (or a region below it) reads;
+//   2. the carried types of a body only widen (merged with those it was last
+//      settled with), so a body sees few distinct input types in all;
+//   3. a budget on region inferences backs both up against pathological
+//      graphs; once spent, regions keep the types they have.
+struct RegionKey {
+  std::vector<const Value *> values;
+  std::vector<Type> types;
+  bool operator==(const RegionKey &) const = default;
+};
+
+struct ReinferState {
+  int depth = 0; // region-op inferences in progress
+  int64_t budget = 0;
+  std::unordered_map<const Graph *, RegionKey> inferred;
+  std::unordered_map<const Graph *, std::vector<Type>> settled;
+};
+thread_local ReinferState tState;
+constexpr int64_t kRegionBudget = 1 << 14;
+
+// Marks one region op's inference; the outermost one owns the memo.
+class ReinferScope {
+public:
+  ReinferScope() {
+    if (tState.depth++ == 0) tState.budget = kRegionBudget;
+  }
+  ~ReinferScope() {
+    if (--tState.depth == 0) {
+      tState.inferred.clear();
+      tState.settled.clear();
+    }
+  }
+  ReinferScope(const ReinferScope &) = delete;
+  ReinferScope &operator=(const ReinferScope &) = delete;
+};
+
+bool isWithin(const Graph *g, const Graph *region) {
+  for (; g; g = g->parent())
+    if (g == region) return true;
+  return false;
+}
+
+// Region inputs, then every outer value read in the region or below it.
+RegionKey regionKey(Graph &region) {
+  RegionKey key;
+  for (const Value *v : region.inputs()) key.values.push_back(v);
+  region.walk([&](Graph &g) {
+    for (auto &n : g.nodes())
+      for (const Value *v : n->inputs())
+        if (v && !isWithin(v->owner(), &region)) key.values.push_back(v);
+  });
+  for (const Value *v : key.values) key.types.push_back(v->type());
+  return key;
+}
+
 // Step 3 of the header. Nested region ops re-infer their own regions when
 // their node is inferred, so this does not descend itself. Errors are
 // dropped: the region was already inferred once as declared, and a
 // refinement must not turn a valid model into a rejected one.
 void reinferRegion(Graph &region) {
+  RegionKey key = regionKey(region);
+  auto it = tState.inferred.find(&region);
+  if (it != tState.inferred.end() && it->second == key) return;
+  if (tState.budget <= 0) return;
+  --tState.budget;
   for (auto &n : region.nodes()) (void)inferNode(*n);
+  tState.inferred[&region] = std::move(key);
 }
 
 // Step 2 of the header: carried values enter the body as inputs
 // [firstIn, firstIn + n) and leave it as outputs [firstOut, firstOut + n).
 void settleCarried(Graph &body, size_t firstIn, size_t firstOut, std::vector<Type> types) {
   constexpr int kMaxRounds = 4;
+  // Widen from the types the body was last settled with (see above).
+  if (auto it = tState.settled.find(&body); it != tState.settled.end())
+    for (size_t i = 0; i < types.size() && i < it->second.size(); ++i)
+      if (it->second[i].kind() == types[i].kind()) types[i] = mergeTypes(it->second[i], types[i]);
+  struct Remember {
+    Graph &body;
+    size_t firstIn, n;
+    ~Remember() {
+      std::vector<Type> &s = tState.settled[&body];
+      s.clear();
+      for (size_t i = 0; i < n; ++i) s.push_back(body.inputs()[firstIn + i]->type());
+    }
+  } remember{body, firstIn, types.size()};
   for (int round = 0;; ++round) {
     for (size_t i = 0; i < types.size(); ++i) setRegionInput(body, firstIn + i, types[i]);
     reinferRegion(body);
@@ -149,6 +232,7 @@ Status unknownOutputs(InferContext &ctx) {
 // ---- region ops --------------------------------------------------------------------
 
 Status inferIf(InferContext &ctx) {
+  ReinferScope scope;
   Graph *thenG = ctx.node().getGraph("then_branch");
   Graph *elseG = ctx.node().getGraph("else_branch");
   if (!thenG || !elseG) return unknownOutputs(ctx);
@@ -169,6 +253,7 @@ Status inferIf(InferContext &ctx) {
 // Body inputs: (iteration i64[], condition bool[], carried...); outputs:
 // (condition, carried..., scan outputs...).
 Status inferLoop(InferContext &ctx) {
+  ReinferScope scope;
   Graph *body = ctx.node().getGraph("body");
   const int numCarried = std::max(0, ctx.numInputs() - 2);
   const int numScan = ctx.numOutputs() - numCarried;
@@ -207,6 +292,7 @@ std::vector<int64_t> scanAxes(const Node &n, const char *name, int count) {
 // Body inputs: (states..., one slice of each scan input); outputs:
 // (states..., per-iteration scan outputs...).
 Status inferScan(InferContext &ctx) {
+  ReinferScope scope;
   const Node &n = ctx.node();
   Graph *body = n.getGraph("body");
   const int numScanIn =
@@ -254,6 +340,7 @@ Status inferScan(InferContext &ctx) {
 // Body inputs take one element of each sequence operand (tensor operands
 // whole); each output is the sequence of the body's per-iteration values.
 Status inferSequenceMap(InferContext &ctx) {
+  ReinferScope scope;
   Graph *body = ctx.node().getGraph("body");
   if (!body || body->inputs().size() != static_cast<size_t>(ctx.numInputs()) ||
       body->outputs().size() != static_cast<size_t>(ctx.numOutputs()))

@@ -43,20 +43,27 @@ WindowAttrs windowAttrs(const Node &n, size_t rank, std::vector<int64_t> kernel)
   return w;
 }
 
+// Dim arithmetic on attribute values is done in 128 bits, where products and
+// sums of a few int64 values cannot overflow; a result outside int64 (or
+// negative) is an unknown dim.
+using Wide = __int128;
+Dim wideDim(Wide v) {
+  return v >= 0 && v <= INT64_MAX ? Dim(static_cast<int64_t>(v)) : Dim::unknown();
+}
+
 // Output size of spatial axis i of a conv or pool (see interp/kernels/window.cpp).
 Dim windowOut(const Dim &in, const WindowAttrs &w, size_t i) {
   if (!w.valid || !in.isStatic() || w.strides[i] <= 0 || w.kernel[i] <= 0) return Dim::unknown();
-  int64_t n = in.value(), s = w.strides[i], span = (w.kernel[i] - 1) * w.dilations[i] + 1;
-  if (w.autoPad == "SAME_UPPER" || w.autoPad == "SAME_LOWER") return (n + s - 1) / s;
+  Wide n = in.value(), s = w.strides[i], span = Wide(w.kernel[i] - 1) * w.dilations[i] + 1;
+  if (w.autoPad == "SAME_UPPER" || w.autoPad == "SAME_LOWER") return wideDim((n + s - 1) / s);
   size_t rank = w.kernel.size();
-  int64_t pb = w.autoPad == "VALID" ? 0 : w.pads[i],
-          pe = w.autoPad == "VALID" ? 0 : w.pads[i + rank];
-  int64_t room = n + pb + pe - span;
+  Wide pb = w.autoPad == "VALID" ? 0 : w.pads[i], pe = w.autoPad == "VALID" ? 0 : w.pads[i + rank];
+  Wide room = n + pb + pe - span;
   if (room < 0) return Dim::unknown();
   bool ceil = w.ceilMode && w.autoPad != "VALID";
-  int64_t out = (ceil ? (room + s - 1) / s : room / s) + 1;
+  Wide out = (ceil ? (room + s - 1) / s : room / s) + 1;
   if (ceil && (out - 1) * s >= n + pb) --out;
-  return out;
+  return wideDim(out);
 }
 
 // [N, channels, spatial...] for an input shape x of a windowed op.
@@ -115,7 +122,7 @@ Status inferConvTranspose(InferContext &ctx) {
   int64_t group = n.getInt("group");
   Dim channels = Dim::unknown();
   if (w.rankKnown && w.rank() >= 2 && w.dims[1].isStatic())
-    channels = Dim(w.dims[1].value() * group);
+    channels = wideDim(Wide(w.dims[1].value()) * group);
   if (!x.rankKnown || x.rank() < 3) {
     ctx.setOutput(0, ctx.inputDType(0), Shape::unranked());
     return Status::success();
@@ -133,11 +140,12 @@ Status inferConvTranspose(InferContext &ctx) {
     } else if (!a.valid || outPad.size() != rank || !in.isStatic()) {
       out.dims.push_back(Dim::unknown());
     } else if (a.autoPad == "SAME_UPPER" || a.autoPad == "SAME_LOWER") {
-      out.dims.push_back(in.value() * a.strides[i]);
+      out.dims.push_back(wideDim(Wide(in.value()) * a.strides[i]));
     } else {
-      int64_t pads = a.autoPad == "VALID" ? 0 : a.pads[i] + a.pads[i + rank];
-      int64_t span = (a.kernel[i] - 1) * a.dilations[i] + 1;
-      out.dims.push_back(a.strides[i] * (in.value() - 1) + outPad[i] + span - pads);
+      Wide pads = a.autoPad == "VALID" ? 0 : Wide(a.pads[i]) + a.pads[i + rank];
+      Wide span = (Wide(a.kernel[i]) - 1) * a.dilations[i] + 1;
+      out.dims.push_back(
+          wideDim(Wide(a.strides[i]) * (in.value() - 1) + outPad[i] + span - pads));
     }
   }
   ctx.setOutput(0, ctx.inputDType(0), std::move(out));
@@ -191,7 +199,7 @@ Status inferMaxUnpool(InferContext &ctx) {
   for (size_t i = 0; i < rank; ++i) {
     const Dim &in = x.dims[i + 2];
     bool ok = in.isStatic() && k.size() == rank && s.size() == rank && p.size() == 2 * rank;
-    out.dims.push_back(ok ? Dim((in.value() - 1) * s[i] + k[i] - p[i] - p[i + rank])
+    out.dims.push_back(ok ? wideDim(Wide(in.value() - 1) * s[i] + k[i] - p[i] - p[i + rank])
                           : Dim::unknown());
   }
   ctx.setOutput(0, ctx.inputDType(0), std::move(out));

@@ -8,6 +8,7 @@
 #include "ir/infer/families.h"
 #include "ir/infer/infer.h"
 
+#include <cfloat>
 #include <cmath>
 
 namespace kiln {
@@ -19,6 +20,13 @@ bool maybeGiven(const InferContext &ctx, int i) {
   if (!ctx.has(i)) return false;
   const Shape &s = ctx.inputShape(i);
   return !(s.rankKnown && s.rank() == 1 && s.dims[0].isStatic() && s.dims[0].value() == 0);
+}
+
+// A dim computed in floating point: static only when finite and within
+// [0, 2^40]; anything else (NaN, inf, negative, absurd) is unknown.
+Dim dimFromDouble(double v) {
+  if (!(v >= 0.0 && v <= 0x1p40)) return Dim::unknown();
+  return Dim(static_cast<int64_t>(v));
 }
 
 // Resize: floor(in * scale) per resized axis for constant scales; the sizes
@@ -48,9 +56,12 @@ Status inferResize(InferContext &ctx) {
   if (scales && scales->numel() == static_cast<int64_t>(axes.size()) && isFloat(scales->dtype())) {
     for (size_t i = 0; i < axes.size(); ++i) {
       const Dim &d = in.dims[axes[i]];
-      double s = static_cast<float>(scales->getDouble(i));
+      // Scales are float32 in the model; a double beyond float's range
+      // would not convert, so it stays as is (and gives an unknown dim).
+      double raw = scales->getDouble(i);
+      double s = std::fabs(raw) <= FLT_MAX ? static_cast<float>(raw) : raw;
       if (d.isStatic() && s > 0)
-        out.dims[axes[i]] = Dim(static_cast<int64_t>(std::floor(d.value() * s)));
+        out.dims[axes[i]] = dimFromDouble(std::floor(static_cast<double>(d.value()) * s));
       else if (s == 1.0)
         out.dims[axes[i]] = d; // keeps its symbol
     }
@@ -72,8 +83,8 @@ Status inferResize(InferContext &ctx) {
         common = policy == "not_larger" ? std::min(common, s) : std::max(common, s);
       }
       for (size_t i = 0; known && i < axes.size(); ++i)
-        out.dims[axes[i]] =
-            Dim(static_cast<int64_t>(std::floor(common * in.dims[axes[i]].value() + 0.5)));
+        out.dims[axes[i]] = dimFromDouble(
+            std::floor(common * static_cast<double>(in.dims[axes[i]].value()) + 0.5));
     }
   }
   ctx.setOutput(0, dtype, std::move(out));
@@ -117,22 +128,29 @@ Status inferDepthSpace(InferContext &ctx) {
   if (x.rank() != 4) return ctx.error("input must have rank 4, got ", x.str());
   if (b <= 0) return ctx.error("blocksize must be positive, got ", b);
   bool toSpace = ctx.node().op() == OpKind::DepthToSpace;
+  // b*b and d*b can overflow for a huge blocksize: such a product is
+  // unknown (bb == 0 below), and so is any dim computed from it.
+  int64_t bb = 0;
+  if (__builtin_mul_overflow(b, b, &bb)) bb = 0;
   auto scaled = [&](const Dim &d, int64_t mul, int64_t div) {
-    if (!d.isStatic()) return Dim::unknown();
-    return Dim(d.value() * mul / div);
+    int64_t v = 0;
+    if (!d.isStatic() || mul <= 0 || div <= 0 || __builtin_mul_overflow(d.value(), mul, &v))
+      return Dim::unknown();
+    return Dim(v / div);
   };
   Shape out({x.dims[0], Dim(), Dim(), Dim()});
   if (toSpace) {
-    if (x.dims[1].isStatic() && x.dims[1].value() % (b * b) != 0)
+    // Without b*b in range, only C = 0 is divisible by it.
+    if (x.dims[1].isStatic() && (bb ? x.dims[1].value() % bb : x.dims[1].value()) != 0)
       return ctx.error("channels ", x.dims[1].value(), " are not divisible by blocksize^2");
-    out.dims[1] = scaled(x.dims[1], 1, b * b);
+    out.dims[1] = bb ? scaled(x.dims[1], 1, bb) : x.dims[1].isStatic() ? Dim(0) : Dim::unknown();
     out.dims[2] = scaled(x.dims[2], b, 1);
     out.dims[3] = scaled(x.dims[3], b, 1);
   } else {
     for (int a = 2; a < 4; ++a)
       if (x.dims[a].isStatic() && x.dims[a].value() % b != 0)
         return ctx.error("spatial dim ", x.dims[a].value(), " is not divisible by blocksize ", b);
-    out.dims[1] = scaled(x.dims[1], b * b, 1);
+    out.dims[1] = scaled(x.dims[1], bb, 1);
     out.dims[2] = scaled(x.dims[2], 1, b);
     out.dims[3] = scaled(x.dims[3], 1, b);
   }

@@ -273,8 +273,9 @@ Status inferTile(InferContext &ctx) {
       int64_t r = (*repeats)[i];
       if (r == 1)
         dims[i] = in.dims[i];
-      else if (in.dims[i].isStatic() && r >= 0)
-        dims[i] = Dim(in.dims[i].value() * r);
+      else if (int64_t d = 0; in.dims[i].isStatic() && r >= 0 &&
+                              !__builtin_mul_overflow(in.dims[i].value(), r, &d))
+        dims[i] = Dim(d);
     }
   ctx.setOutput(0, ctx.inputDType(0), Shape(dims));
   return Status::success();

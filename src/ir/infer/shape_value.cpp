@@ -72,6 +72,19 @@ struct Tracer {
 
 MaybeTraced trace(const Value *v, Tracer &t);
 
+// Every traced shape keeps its dims non-negative and the product of its
+// non-zero dims within kMaxElems, so that no product of its dims (outer
+// sizes, strides, element counts) can overflow, even with a 0 dim.
+bool boundedShape(const Shape64 &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || d > kMaxElems) return false;
+    n *= std::max<int64_t>(d, 1);
+    if (n > kMaxElems) return false;
+  }
+  return true;
+}
+
 // A traced value whose elements are all known, as int64 values.
 std::optional<std::vector<int64_t>> knownValues(const MaybeTraced &t) {
   if (!t) return std::nullopt;
@@ -178,9 +191,8 @@ MaybeTraced traceReshape(const Node &n, Tracer &t) {
       inferred = static_cast<int64_t>(i);
       continue;
     }
-    if (d < 0) return std::nullopt;
+    if (d < 0 || __builtin_mul_overflow(known, d, &known)) return std::nullopt;
     shape[i] = d;
-    known *= d;
   }
   int64_t numel = static_cast<int64_t>(data->elems.size());
   if (inferred >= 0) {
@@ -366,7 +378,8 @@ MaybeTraced traceSlice(const Node &n, Tracer &t) {
 // dtypes (float Div keeps the fraction; negative integer Div rounding is
 // not worth guessing).
 SymInt divide(int64_t u, int64_t w, bool floatResult) {
-  if (w == 0) return SymInt();
+  // INT64_MIN / -1 overflows (and traps); an overflowing value is unknown.
+  if (w == 0 || (u == INT64_MIN && w == -1)) return SymInt();
   if (u % w == 0) return SymInt::known(u / w);
   if (!floatResult && u >= 0 && w > 0) return SymInt::known(u / w);
   return SymInt();
@@ -374,14 +387,15 @@ SymInt divide(int64_t u, int64_t w, bool floatResult) {
 
 SymInt arith(OpKind op, const SymInt &x, const SymInt &y, bool floatResult) {
   if (x.isKnown() && y.isKnown()) {
-    int64_t u = x.value(), w = y.value();
+    int64_t u = x.value(), w = y.value(), r = 0;
+    // A result that overflows int64 is unknown rather than wrapped.
     switch (op) {
     case OpKind::Add:
-      return SymInt::known(u + w);
+      return __builtin_add_overflow(u, w, &r) ? SymInt() : SymInt::known(r);
     case OpKind::Sub:
-      return SymInt::known(u - w);
+      return __builtin_sub_overflow(u, w, &r) ? SymInt() : SymInt::known(r);
     case OpKind::Mul:
-      return SymInt::known(u * w);
+      return __builtin_mul_overflow(u, w, &r) ? SymInt() : SymInt::known(r);
     case OpKind::Div:
       return divide(u, w, floatResult);
     default:
@@ -500,7 +514,7 @@ MaybeTraced unknownOfType(const Value *v) {
   const Type &type = v->type();
   if (!type.isTensor()) return std::nullopt;
   auto shape = type.shape().staticDims();
-  if (!shape || numelOf(*shape) > kMaxElems) return std::nullopt;
+  if (!shape || !boundedShape(*shape)) return std::nullopt;
   return Traced{*shape, std::vector<SymInt>(numelOf(*shape))};
 }
 
@@ -513,7 +527,8 @@ MaybeTraced trace(const Value *v, Tracer &t) {
   // Only single-output producers are evaluated, so the value is output 0.
   MaybeTraced r = evaluate(*v->producer(), t);
   --t.depth;
-  if (r && static_cast<int64_t>(r->elems.size()) > kMaxElems) r.reset();
+  if (r && (static_cast<int64_t>(r->elems.size()) > kMaxElems || !boundedShape(r->shape)))
+    r.reset();
   if (!r) r = unknownOfType(v);
   t.memo[v] = r;
   return r;

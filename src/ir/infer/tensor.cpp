@@ -54,6 +54,9 @@ Status inferGatherNd(InferContext &ctx) {
     ctx.setOutput(0, dtype, Shape::unranked());
     return Status::success();
   }
+  if (batchDims < 0 || batchDims >= std::min(data.rank(), idx.rank()))
+    return ctx.error("batch_dims ", batchDims, " must be in [0, min(rank(data) ",
+                     data.rank(), ", rank(indices) ", idx.rank(), "))");
   int64_t k = idx.dims.back().value();
   if (batchDims + k > data.rank())
     return ctx.error("index tuples of length ", k, " with batch_dims ", batchDims,
@@ -88,9 +91,11 @@ Dim rangeLength(const InferContext &ctx) {
   if (a.isKnown() && a.value() == 0 && c.isKnown() && c.value() == 1 && b.isSymbol())
     return b.toDim();
   if (a.isKnown() && b.isKnown() && c.isKnown() && c.value() != 0) {
-    int64_t diff = b.value() - a.value(), step = c.value();
+    // In 128 bits: limit - start and the rounding cannot overflow there.
+    __int128 diff = __int128(b.value()) - a.value(), step = c.value();
     if ((diff > 0) != (step > 0) || diff == 0) return Dim(0);
-    return Dim((diff + step + (step > 0 ? -1 : 1)) / step);
+    __int128 count = (diff + step + (step > 0 ? -1 : 1)) / step;
+    return count <= INT64_MAX ? Dim(static_cast<int64_t>(count)) : Dim::unknown();
   }
   return Dim::unknown();
 }
