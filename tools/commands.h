@@ -11,5 +11,6 @@ int runCommand(const std::vector<std::string> &args);         // kiln run
 int inspectCommand(const std::vector<std::string> &args);     // kiln inspect
 int optCommand(const std::vector<std::string> &args);         // kiln opt
 int conformanceCommand(const std::vector<std::string> &args); // kiln conformance
+int benchCommand(const std::vector<std::string> &args);       // kiln bench
 
 } // namespace kiln::cli

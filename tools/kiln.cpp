@@ -15,6 +15,7 @@ kiln compiles and runs ML models. Commands:
   inspect      show a model's inputs, outputs, ops, opsets and parameters
   opt          parse a .kir file, run passes, print it
   conformance  run ONNX backend test cases and compare with their outputs
+  bench        time a model's runs (median/min/mean/p90 latency)
 
 Run `kiln <command> --help` for a command's options.
 )";
@@ -31,6 +32,7 @@ int dispatch(std::vector<std::string> args) {
   if (cmd == "inspect") return inspectCommand(args);
   if (cmd == "opt") return optCommand(args);
   if (cmd == "conformance") return conformanceCommand(args);
+  if (cmd == "bench") return benchCommand(args);
   std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
   return 1;
 }

@@ -1,0 +1,195 @@
+// `kiln bench MODEL`: times a model's runs on one target. Loads the model
+// (import time and compile time reported apart), prepares inputs once, runs
+// warm-up runs, then timed runs, and prints median/min/mean/p90 latency.
+// bench/compare_ort.py drives it side by side with ONNX Runtime.
+#include "cli.h"
+#include "commands.h"
+#include "inputs.h"
+
+#include "interp/interpreter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+namespace kiln::cli {
+
+namespace {
+
+const char *kHelp = R"(usage: kiln bench MODEL [options]
+
+Times runs of MODEL (.onnx or .kir). Loads it (import and compile times are
+reported apart), prepares the inputs once, does W warm-up runs, then R timed
+runs, and prints the median, min, mean and p90 latency in milliseconds. Only
+the run itself is timed: copying the prepared inputs for each run is not.
+Inputs not given are filled with seeded random values, as in `kiln run`.
+
+options:
+  --target interp         where to run (interp: the reference interpreter)
+  --threads N             threads to use (default 1). Recorded in the report;
+                          the interp target is single-threaded and ignores it
+  --runs R                timed runs (default 10, at least 1)
+  --warmup W              untimed warm-up runs before them (default 2)
+  --input NAME=FILE.npy   use this tensor for input NAME (repeatable)
+  --dim NAME=VALUE        size of symbolic dim NAME (default 1; repeatable)
+  --seed N                seed for random inputs (default 0)
+  --json                  print one JSON object instead of text:
+                          {"model", "target", "threads", "runs", "warmup",
+                           "import_ms", "compile_ms", "median_ms", "min_ms",
+                           "mean_ms", "p90_ms"}
+
+p90 is the nearest-rank 90th percentile of the timed runs.
+)";
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Expected<long long> parseCount(const std::optional<std::string> &text, const char *flag,
+                               long long def, long long minimum) {
+  if (!text) return def;
+  char *end = nullptr;
+  long long v = std::strtoll(text->c_str(), &end, 10);
+  if (text->empty() || *end || v < minimum)
+    return makeError("--", flag, ": '", *text, "' is not an integer >= ", minimum);
+  return v;
+}
+
+Expected<InputSpec> inputSpecFrom(const Args &args) {
+  InputSpec spec;
+  for (const std::string &s : args.values("input")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "input"));
+    spec.files[kv.first] = kv.second;
+  }
+  for (const std::string &s : args.values("dim")) {
+    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "dim"));
+    char *end = nullptr;
+    long long v = std::strtoll(kv.second.c_str(), &end, 10);
+    if (kv.second.empty() || *end || v < 0)
+      return makeError("--dim ", kv.first, ": '", kv.second, "' is not a non-negative integer");
+    spec.dims[kv.first] = v;
+  }
+  if (auto seed = args.value("seed")) {
+    char *end = nullptr;
+    spec.seed = std::strtoull(seed->c_str(), &end, 10);
+    if (seed->empty() || *end) return makeError("--seed: '", *seed, "' is not an integer");
+  }
+  return spec;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string fixed3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+} // namespace
+
+int benchCommand(const std::vector<std::string> &argv) {
+  auto args = Args::parse(argv, {"input", "dim", "seed", "target", "threads", "runs", "warmup"},
+                          {"help", "json"});
+  if (!args.ok()) return fail("bench", args.error());
+  if (args->flag("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (args->positional().size() != 1) return fail("bench", Error{"expects one MODEL argument"});
+  const std::string &path = args->positional()[0];
+  std::string target = args->value("target").value_or("interp");
+  if (target != "interp")
+    return fail("bench", makeError("unknown target '", target, "' (available: interp)"));
+  auto threads = parseCount(args->value("threads"), "threads", 1, 1);
+  if (!threads.ok()) return fail("bench", threads.error());
+  auto runs = parseCount(args->value("runs"), "runs", 10, 1);
+  if (!runs.ok()) return fail("bench", runs.error());
+  auto warmup = parseCount(args->value("warmup"), "warmup", 2, 0);
+  if (!warmup.ok()) return fail("bench", warmup.error());
+  auto spec = inputSpecFrom(*args);
+  if (!spec.ok()) return fail("bench", spec.error());
+
+  // Import: file -> verified IR.
+  auto t0 = Clock::now();
+  auto model = loadModel(path);
+  if (!model.ok()) return fail("bench", model.error());
+  double importMs = msSince(t0);
+  const Graph &graph = *model->graph;
+
+  // Compile: whatever the target does before the first run. The interpreter
+  // runs the IR as it is, so this is only its construction.
+  t0 = Clock::now();
+  Interpreter interp;
+  double compileMs = msSince(t0);
+
+  auto inputs = prepareInputs(graph, *spec);
+  if (!inputs.ok()) return fail("bench", inputs.error());
+
+  auto runOnce = [&](double *ms) -> Status {
+    std::vector<RtValue> copy = *inputs; // not timed
+    auto start = Clock::now();
+    auto outputs = interp.run(graph, std::move(copy));
+    if (ms) *ms = msSince(start);
+    if (!outputs.ok()) return outputs.error();
+    return Status();
+  };
+  for (long long i = 0; i < *warmup; ++i)
+    if (Status s = runOnce(nullptr); !s.ok()) return fail("bench", s.error());
+  std::vector<double> times;
+  for (long long i = 0; i < *runs; ++i) {
+    double ms = 0;
+    if (Status s = runOnce(&ms); !s.ok()) return fail("bench", s.error());
+    times.push_back(ms);
+  }
+
+  std::sort(times.begin(), times.end());
+  size_t n = times.size();
+  double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  double mean = 0;
+  for (double t : times) mean += t;
+  mean /= static_cast<double>(n);
+  size_t rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  double p90 = times[std::max<size_t>(rank, 1) - 1];
+
+  if (args->flag("json")) {
+    std::cout << "{\"model\": " << jsonString(path) << ", \"target\": " << jsonString(target)
+              << ", \"threads\": " << *threads << ", \"runs\": " << *runs
+              << ", \"warmup\": " << *warmup << ", \"import_ms\": " << fixed3(importMs)
+              << ", \"compile_ms\": " << fixed3(compileMs) << ", \"median_ms\": " << fixed3(median)
+              << ", \"min_ms\": " << fixed3(times.front()) << ", \"mean_ms\": " << fixed3(mean)
+              << ", \"p90_ms\": " << fixed3(p90) << "}\n";
+    return 0;
+  }
+  std::cout << "model    " << path << "\n"
+            << "target   " << target << " (threads " << *threads
+            << (target == "interp" ? ", ignored: single-threaded" : "") << ")\n"
+            << "import   " << fixed3(importMs) << " ms\n"
+            << "compile  " << fixed3(compileMs) << " ms\n"
+            << "runs     " << *runs << " timed after " << *warmup << " warm-up\n"
+            << "latency  median " << fixed3(median) << " ms, min " << fixed3(times.front())
+            << " ms, mean " << fixed3(mean) << " ms, p90 " << fixed3(p90) << " ms\n";
+  return 0;
+}
+
+} // namespace kiln::cli
