@@ -61,28 +61,6 @@ Expected<long long> parseCount(const std::optional<std::string> &text, const cha
   return v;
 }
 
-Expected<InputSpec> inputSpecFrom(const Args &args) {
-  InputSpec spec;
-  for (const std::string &s : args.values("input")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "input"));
-    spec.files[kv.first] = kv.second;
-  }
-  for (const std::string &s : args.values("dim")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "dim"));
-    char *end = nullptr;
-    long long v = std::strtoll(kv.second.c_str(), &end, 10);
-    if (kv.second.empty() || *end || v < 0)
-      return makeError("--dim ", kv.first, ": '", kv.second, "' is not a non-negative integer");
-    spec.dims[kv.first] = v;
-  }
-  if (auto seed = args.value("seed")) {
-    char *end = nullptr;
-    spec.seed = std::strtoull(seed->c_str(), &end, 10);
-    if (seed->empty() || *end) return makeError("--seed: '", *seed, "' is not an integer");
-  }
-  return spec;
-}
-
 std::string jsonString(const std::string &s) {
   std::string out = "\"";
   for (unsigned char c : s) {

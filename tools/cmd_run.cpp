@@ -30,28 +30,6 @@ options:
   --target interp         where to run (interp: the reference interpreter)
 )";
 
-Expected<InputSpec> inputSpecFrom(const Args &args) {
-  InputSpec spec;
-  for (const std::string &s : args.values("input")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "input"));
-    spec.files[kv.first] = kv.second;
-  }
-  for (const std::string &s : args.values("dim")) {
-    KILN_ASSIGN_OR_RETURN(auto kv, splitAssignment(s, "dim"));
-    char *end = nullptr;
-    long long v = std::strtoll(kv.second.c_str(), &end, 10);
-    if (kv.second.empty() || *end || v < 0)
-      return makeError("--dim ", kv.first, ": '", kv.second, "' is not a non-negative integer");
-    spec.dims[kv.first] = v;
-  }
-  if (auto seed = args.value("seed")) {
-    char *end = nullptr;
-    spec.seed = std::strtoull(seed->c_str(), &end, 10);
-    if (seed->empty() || *end) return makeError("--seed: '", *seed, "' is not an integer");
-  }
-  return spec;
-}
-
 Status writeOutput(const std::string &dir, const std::string &name, const std::string &file,
                    const RtValue &v) {
   if (!v.isTensor()) return makeError("output '", name, "' is a ", v.describe(), ", not a tensor");

@@ -19,6 +19,11 @@ struct InputSpec {
   uint64_t seed = 0;
 };
 
+class Args;
+
+// The --input NAME=FILE, --dim NAME=VALUE and --seed N flags of a command.
+Expected<InputSpec> inputSpecFrom(const Args &args);
+
 // Inputs in graph-input order. Errors name the input: unknown names in
 // `files`, a file whose dtype or shape does not fit the declared type.
 Expected<std::vector<RtValue>> prepareInputs(const Graph &graph, const InputSpec &spec);
