@@ -171,13 +171,13 @@ Result legalizeScatter(NodeDraft &d, GraphBuilder &b) {
 }
 
 // BatchNormalization before 9 had `spatial` (1 is the only form kiln and
-// later opsets know); before 7 `is_test`/`consumed_inputs`. Outputs past
+// later opsets know); before 7 `is_test` (the importer drops every
+// `consumed_inputs`). Outputs past
 // the first are training statistics, which inference never produces.
 Result legalizeBatchNorm(NodeDraft &d, GraphBuilder &b) {
   if (auto s = d.take("spatial"); s && s->i != 1)
     return makeError("node '", d.name, "' (BatchNormalization): spatial=0 is not supported");
   d.take("is_test");
-  d.take("consumed_inputs");
   return legalizeDirect(d, b);
 }
 
@@ -205,7 +205,6 @@ Result legalizeScan(NodeDraft &d, GraphBuilder &b) {
 Result legalizeLegacyBroadcast(NodeDraft &d, GraphBuilder &b) {
   if (d.opset >= 7) return legalizeDirect(d, b);
   d.take("broadcast");
-  d.take("consumed_inputs"); // opsets 1-5: a memory hint
   auto axis = d.take("axis");
   Value *lhs = d.input(0), *rhs = d.input(1);
   if (!axis || !lhs || !rhs) return legalizeDirect(d, b);
@@ -234,7 +233,6 @@ Result legalizeLegacyBroadcast(NodeDraft &d, GraphBuilder &b) {
 // broadcasting needs it as [C, 1, ..., 1].
 Result legalizeLegacyPRelu(NodeDraft &d, GraphBuilder &b) {
   if (d.opset >= 7 || !d.input(0) || !d.input(1)) return legalizeDirect(d, b);
-  d.take("consumed_inputs"); // opsets 1-5: a memory hint
   const Shape &sx = d.input(0)->type().shape(), &ss = d.input(1)->type().shape();
   bool perChannel = sx.rankKnown && ss.rankKnown && sx.rank() > 2 && ss.rank() == 1 &&
                     !(ss.dims[0].isStatic() && ss.dims[0].value() == 1);
