@@ -5,6 +5,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/pass.h"
 
 #include <iostream>
 
@@ -12,7 +13,8 @@ namespace kiln::cli {
 
 namespace {
 
-const char *kHelp = R"(usage: kiln opt FILE [--passes=a,b,...] [--elide-weights]
+const char *kHelp = R"(usage: kiln opt FILE [--passes=a,b,...] [--print-after=PASS|all]
+                     [--dump-dir=DIR] [--elide-weights]
 
 Parses FILE (.kir IR text, or an .onnx model, which is imported first),
 runs the given passes in order, verifies the result and prints it as IR text.
@@ -20,26 +22,57 @@ Without --passes it prints the parsed IR unchanged, so `kiln opt x.kir`
 round-trips a file.
 
 options:
-  --passes=a,b      passes to run, comma-separated (none are registered yet)
+  --passes=a,b      passes to run, in order, comma-separated; the verifier
+                    runs after each (`kiln opt --help-passes` lists them)
+  --print-after=P   print the IR to stderr after pass P (repeatable, or
+                    comma-separated; "all" for every pass), so that the final
+                    result alone goes to stdout
+  --dump-dir=DIR    write the IR after each pass to DIR/NN-<pass>.kir
+  --help-passes     list the registered passes
   --elide-weights   print large constants as "elided" (for reading; the
                     result does not parse back)
 )";
 
+std::vector<std::string> splitList(const std::string &text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
 } // namespace
 
 int optCommand(const std::vector<std::string> &argv) {
-  auto args = Args::parse(argv, {"passes"}, {"help", "elide-weights"});
+  auto args = Args::parse(argv, {"passes", "print-after", "dump-dir"},
+                          {"help", "help-passes", "elide-weights"});
   if (!args.ok()) return fail("opt", args.error());
   if (args->flag("help")) {
     std::cout << kHelp;
     return 0;
   }
+  if (args->flag("help-passes")) {
+    for (const std::string &name : allPassNames()) std::cout << name << "\n";
+    return 0;
+  }
+  PipelineOptions pipeline;
+  pipeline.out = &std::cerr;
+  pipeline.dumpDir = args->value("dump-dir").value_or("");
+  for (const std::string &list : args->values("print-after"))
+    for (std::string &name : splitList(list)) {
+      if (name != "all" && !findPass(name))
+        return fail("opt", makeError("--print-after: unknown pass '", name, "'"));
+      pipeline.printAfter.insert(std::move(name));
+    }
+  std::vector<std::string> passes = splitList(args->value("passes").value_or(""));
   if (args->positional().size() != 1) return fail("opt", Error{"expects one FILE argument"});
   auto model = loadModel(args->positional()[0]);
   if (!model.ok()) return fail("opt", model.error());
-  if (auto passes = args->value("passes"); passes && !passes->empty())
-    return fail("opt", makeError("unknown pass '", passes->substr(0, passes->find(',')),
-                                 "' (no passes are registered yet)"));
+  if (Status s = runPipeline(*model, passes, pipeline); !s.ok()) return fail("opt", s.error());
   if (Status s = verifyModel(*model); !s.ok()) return fail("opt", s.error());
   PrintOptions options;
   options.elideLargeConstants = args->flag("elide-weights");
