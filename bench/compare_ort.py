@@ -29,27 +29,11 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ORT_RUN = ROOT / "scripts" / "ort" / "ort_run.js"
 DEFAULT_KILN = os.environ.get("KILN_BIN", str(ROOT / "build" / "tools" / "kiln"))
+sys.path.insert(0, str(ROOT / "scripts"))
+from corpus_inputs import document_image  # noqa: E402
+
 DEFAULT_CORPUS = pathlib.Path(
     os.environ.get("KILN_CORPUS_DIR", pathlib.Path.home() / ".cache/kiln/corpus"))
-
-
-def document_image(seed, height, width):
-    """A seeded random text 'page' normalized like PaddleOCR's detector input
-    (the same generator as tests/e2e/test_corpus.py; uniform noise would make
-    the detector's output saturate, which is not how the model is used)."""
-    rng = np.random.default_rng(seed)
-    img = np.full((height, width, 3), 235.0) + rng.normal(0, 6, (height, width, 3))
-    y = 20
-    while y < height - 30:
-        x, h = 15, int(rng.integers(12, 22))
-        while x < width - 30:
-            w = int(rng.integers(6, 16))
-            img[y:y + h, x:x + w] = rng.uniform(10, 60)
-            x += w + int(rng.integers(2, 6)) + (int(rng.integers(15, 40)) if rng.random() < 0.1 else 0)
-        y += h + int(rng.integers(14, 30))
-    img = np.clip(img, 0, 255) / 255.0
-    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
-    return ((img - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
 
 
 # model file -> input name -> (dtype, shape) for seeded uniform [-1, 1) values,

@@ -15,6 +15,8 @@ import os
 import pathlib
 import subprocess
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,9 @@ KILN = os.environ.get("KILN_BIN", str(ROOT / "build" / "tools" / "kiln"))
 CORPUS = pathlib.Path(os.environ.get("KILN_CORPUS_DIR", pathlib.Path.home() / ".cache/kiln/corpus"))
 ORT_RUN = ROOT / "scripts" / "ort" / "ort_run.js"
 REL_L2_F32 = 1e-4
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from corpus_inputs import document_image  # noqa: E402
 
 
 def rng_inputs(seed, specs):
@@ -36,30 +41,6 @@ def rng_inputs(seed, specs):
             dtype, shape = spec
             out[name] = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
     return out
-
-
-def document_image(seed, height, width):
-    """A seeded random 'page': light noisy paper with dark glyph-like blocks in
-    lines, normalized the way PaddleOCR feeds its detector (ImageNet mean/std).
-
-    The detector's output is a sigmoid probability map. On uniform noise every
-    pixel is confidently 'no text' (logits below -8), where ONNX Runtime's
-    fast sigmoid approximation differs from the exact value by up to 3x, so
-    the comparison would measure ORT's approximation, not kiln. A page with
-    text exercises the model the way it is used."""
-    rng = np.random.default_rng(seed)
-    img = np.full((height, width, 3), 235.0) + rng.normal(0, 6, (height, width, 3))
-    y = 20
-    while y < height - 30:
-        x, h = 15, int(rng.integers(12, 22))
-        while x < width - 30:
-            w = int(rng.integers(6, 16))
-            img[y:y + h, x:x + w] = rng.uniform(10, 60)
-            x += w + int(rng.integers(2, 6)) + (int(rng.integers(15, 40)) if rng.random() < 0.1 else 0)
-        y += h + int(rng.integers(14, 30))
-    img = np.clip(img, 0, 255) / 255.0
-    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
-    return ((img - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
 
 
 # name -> list of input sets (each a dict of input name -> spec). Shapes are
