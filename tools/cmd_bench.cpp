@@ -4,9 +4,9 @@
 // bench/compare_ort.py drives it side by side with ONNX Runtime.
 #include "cli.h"
 #include "commands.h"
+#include "engine.h"
 #include "inputs.h"
 
-#include "interp/interpreter.h"
 
 #include <algorithm>
 #include <chrono>
@@ -29,14 +29,12 @@ the run itself is timed: copying the prepared inputs for each run is not.
 Inputs not given are filled with seeded random values, as in `kiln run`.
 
 options:
-  --target interp         where to run (interp: the reference interpreter)
-  --threads N             threads to use (default 1). Recorded in the report;
-                          the interp target is single-threaded and ignores it
   --runs R                timed runs (default 10, at least 1)
   --warmup W              untimed warm-up runs before them (default 2)
   --input NAME=FILE.npy   use this tensor for input NAME (repeatable)
   --dim NAME=VALUE        size of symbolic dim NAME (default 1; repeatable)
   --seed N                seed for random inputs (default 0)
+  --profile               cpu target: print the time of each step (slowest first)
   --json                  print one JSON object instead of text:
                           {"model", "target", "threads", "runs", "warmup",
                            "import_ms", "compile_ms", "median_ms", "min_ms",
@@ -87,20 +85,22 @@ std::string fixed3(double v) {
 } // namespace
 
 int benchCommand(const std::vector<std::string> &argv) {
-  auto args = Args::parse(argv, {"input", "dim", "seed", "target", "threads", "runs", "warmup"},
-                          {"help", "json"});
+  std::vector<std::string> flags = {"input", "dim", "seed", "runs", "warmup"};
+  flags.insert(flags.end(), kTargetFlags.begin(), kTargetFlags.end());
+  auto args = Args::parse(argv, flags, {"help", "json", "profile"});
   if (!args.ok()) return fail("bench", args.error());
   if (args->flag("help")) {
-    std::cout << kHelp;
+    std::cout << kHelp << kTargetHelp;
     return 0;
   }
   if (args->positional().size() != 1) return fail("bench", Error{"expects one MODEL argument"});
   const std::string &path = args->positional()[0];
-  std::string target = args->value("target").value_or("interp");
-  if (target != "interp")
-    return fail("bench", makeError("unknown target '", target, "' (available: interp)"));
-  auto threads = parseCount(args->value("threads"), "threads", 1, 1);
-  if (!threads.ok()) return fail("bench", threads.error());
+  // Benchmarks default to one thread (comparable runs); --threads overrides.
+  auto targetOptions = targetOptionsFrom(*args, 1);
+  if (!targetOptions.ok()) return fail("bench", targetOptions.error());
+  const std::string target = targetOptions->target;
+  const long long threadCount = targetOptions->threads;
+  const long long *threads = &threadCount;
   auto runs = parseCount(args->value("runs"), "runs", 10, 1);
   if (!runs.ok()) return fail("bench", runs.error());
   auto warmup = parseCount(args->value("warmup"), "warmup", 2, 0);
@@ -113,27 +113,27 @@ int benchCommand(const std::vector<std::string> &argv) {
   auto model = loadModel(path);
   if (!model.ok()) return fail("bench", model.error());
   double importMs = msSince(t0);
-  const Graph &graph = *model->graph;
-
-  // Compile: whatever the target does before the first run. The interpreter
-  // runs the IR as it is, so this is only its construction.
-  t0 = Clock::now();
-  Interpreter interp;
-  double compileMs = msSince(t0);
-
-  auto inputs = prepareInputs(graph, *spec);
+  auto inputs = prepareInputs(*model->graph, *spec);
   if (!inputs.ok()) return fail("bench", inputs.error());
+
+  // Compile: whatever the target does before the first run (passes,
+  // lowering, code generation and linking for cpu; nothing for interp).
+  t0 = Clock::now();
+  auto engine = makeEngine(std::move(*model), *targetOptions);
+  if (!engine.ok()) return fail("bench", engine.error());
+  double compileMs = msSince(t0);
 
   auto runOnce = [&](double *ms) -> Status {
     std::vector<RtValue> copy = *inputs; // not timed
     auto start = Clock::now();
-    auto outputs = interp.run(graph, std::move(copy));
+    auto outputs = (*engine)->run(std::move(copy));
     if (ms) *ms = msSince(start);
     if (!outputs.ok()) return outputs.error();
     return Status();
   };
   for (long long i = 0; i < *warmup; ++i)
     if (Status s = runOnce(nullptr); !s.ok()) return fail("bench", s.error());
+  if (args->flag("profile")) (*engine)->setProfiling(true);
   std::vector<double> times;
   for (long long i = 0; i < *runs; ++i) {
     double ms = 0;
@@ -167,6 +167,11 @@ int benchCommand(const std::vector<std::string> &argv) {
             << "runs     " << *runs << " timed after " << *warmup << " warm-up\n"
             << "latency  median " << fixed3(median) << " ms, min " << fixed3(times.front())
             << " ms, mean " << fixed3(mean) << " ms, p90 " << fixed3(p90) << " ms\n";
+  if (std::string summary = (*engine)->summary(); !summary.empty())
+    std::cout << "program  " << summary << "\n";
+  if (args->flag("profile"))
+    std::cout << "profile (total over the timed runs, slowest first):\n"
+              << (*engine)->profileReport();
   return 0;
 }
 

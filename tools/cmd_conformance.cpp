@@ -6,6 +6,7 @@
 // list stays true).
 #include "cli.h"
 #include "commands.h"
+#include "engine.h"
 #include "conformance/compare.h"
 #include "conformance/test_case.h"
 
@@ -43,7 +44,8 @@ options:
   --filter TEXT     only run cases whose name contains TEXT
   --json            print one JSON object per case instead of text lines
   --timeout SECONDS per-case limit (default 120)
-  --target interp   what to run the cases on
+  --target T        what to run the cases on: cpu (default; compiled once
+                    per case, one thread) or interp
   -v, --verbose     print passing cases too
 )";
 
@@ -77,10 +79,12 @@ Expected<std::map<std::string, Expectation>> readExpectations(const std::string 
 }
 
 // Runs one case in this process; empty string means it passed.
-std::string runCaseInProcess(const conformance::TestCase &c) {
+std::string runCaseInProcess(const conformance::TestCase &c, const TargetOptions &target) {
   auto model = importOnnxFile(c.dir + "/model.onnx");
   if (!model.ok()) return "import: " + model.error().message;
-  const Graph &g = *model->graph;
+  auto engine = makeEngine(std::move(*model), target);
+  if (!engine.ok()) return "compile: " + engine.error().message;
+  const Graph &g = (*engine)->graph();
   if (c.dataSets.empty()) return "no test data sets";
   for (const auto &ds : c.dataSets) {
     if (ds.inputFiles.size() != g.inputs().size())
@@ -92,8 +96,7 @@ std::string runCaseInProcess(const conformance::TestCase &c) {
       if (!v.ok()) return v.error().message;
       inputs.push_back(std::move(*v));
     }
-    Interpreter interp;
-    auto outs = interp.run(g, std::move(inputs));
+    auto outs = (*engine)->run(std::move(inputs));
     if (!outs.ok()) return "run: " + outs.error().message;
     if (ds.outputFiles.size() > outs->size())
       return "model gave " + std::to_string(outs->size()) + " outputs, expected " +
@@ -109,7 +112,8 @@ std::string runCaseInProcess(const conformance::TestCase &c) {
 }
 
 // Forks, runs the case in the child, and collects its verdict through a pipe.
-std::string runCaseIsolated(const conformance::TestCase &c, int timeoutSeconds) {
+std::string runCaseIsolated(const conformance::TestCase &c, const TargetOptions &target,
+                            int timeoutSeconds) {
   int fds[2];
   if (pipe(fds) != 0) return std::string("pipe failed: ") + std::strerror(errno);
   std::cout.flush();
@@ -117,7 +121,7 @@ std::string runCaseIsolated(const conformance::TestCase &c, int timeoutSeconds) 
   if (pid < 0) return std::string("fork failed: ") + std::strerror(errno);
   if (pid == 0) {
     close(fds[0]);
-    std::string verdict = runCaseInProcess(c);
+    std::string verdict = runCaseInProcess(c, target);
     size_t off = 0;
     while (off < verdict.size()) {
       ssize_t w = write(fds[1], verdict.data() + off, verdict.size() - off);
@@ -170,17 +174,17 @@ int conformanceCommand(const std::vector<std::string> &rawArgs) {
   std::vector<std::string> argv = rawArgs;
   for (std::string &a : argv)
     if (a == "-v") a = "--verbose";
-  auto args = Args::parse(argv, {"expected", "filter", "timeout", "target"},
-                          {"help", "json", "verbose"});
+  std::vector<std::string> flags = {"expected", "filter", "timeout"};
+  flags.insert(flags.end(), kTargetFlags.begin(), kTargetFlags.end());
+  auto args = Args::parse(argv, flags, {"help", "json", "verbose"});
   if (!args.ok()) return fail("conformance", args.error());
   if (args->flag("help")) {
     std::cout << kHelp;
     return 0;
   }
   if (args->positional().empty()) return fail("conformance", Error{"expects at least one DIR"});
-  std::string target = args->value("target").value_or("interp");
-  if (target != "interp")
-    return fail("conformance", makeError("unknown target '", target, "' (available: interp)"));
+  auto target = targetOptionsFrom(*args, 1);
+  if (!target.ok()) return fail("conformance", target.error());
   int timeout = 120;
   if (auto t = args->value("timeout")) timeout = std::max(1, std::atoi(t->c_str()));
   std::map<std::string, Expectation> expectations;
@@ -210,7 +214,7 @@ int conformanceCommand(const std::vector<std::string> &rawArgs) {
         status = "skip";
         verdict = exp->second.reason;
       } else {
-        verdict = runCaseIsolated(c, timeout);
+        verdict = runCaseIsolated(c, *target, timeout);
         bool ok = verdict.empty();
         status = ok ? "pass" : "fail";
         ok ? ++passed : ++failed;

@@ -2,9 +2,9 @@
 // prints every output's name, dtype, shape and a short summary.
 #include "cli.h"
 #include "commands.h"
+#include "engine.h"
 #include "inputs.h"
 
-#include "interp/interpreter.h"
 #include "support/npy.h"
 
 #include <filesystem>
@@ -27,7 +27,7 @@ options:
   --output-dir DIR        also write each output to DIR/<name>.npy (bytes
                           outside [A-Za-z0-9._-] in names become '_'; a
                           repeated file name gets "__2", "__3"...)
-  --target interp         where to run (interp: the reference interpreter)
+  --dump-dir DIR          cpu target: write the Kernel IR and LLVM IR there
 )";
 
 Status writeOutput(const std::string &dir, const std::string &name, const std::string &file,
@@ -39,27 +39,29 @@ Status writeOutput(const std::string &dir, const std::string &name, const std::s
 } // namespace
 
 int runCommand(const std::vector<std::string> &argv) {
-  auto args = Args::parse(argv, {"input", "dim", "seed", "output-dir", "target"}, {"help"});
+  std::vector<std::string> flags = {"input", "dim", "seed", "output-dir", "dump-dir"};
+  flags.insert(flags.end(), kTargetFlags.begin(), kTargetFlags.end());
+  auto args = Args::parse(argv, flags, {"help"});
   if (!args.ok()) return fail("run", args.error());
   if (args->flag("help")) {
-    std::cout << kHelp;
+    std::cout << kHelp << kTargetHelp;
     return 0;
   }
   if (args->positional().size() != 1) return fail("run", Error{"expects one MODEL argument"});
-  std::string target = args->value("target").value_or("interp");
-  if (target != "interp")
-    return fail("run", makeError("unknown target '", target, "' (available: interp)"));
+  auto target = targetOptionsFrom(*args);
+  if (!target.ok()) return fail("run", target.error());
+  target->dumpDir = args->value("dump-dir").value_or("");
 
   auto spec = inputSpecFrom(*args);
   if (!spec.ok()) return fail("run", spec.error());
   auto model = loadModel(args->positional()[0]);
   if (!model.ok()) return fail("run", model.error());
-  const Graph &graph = *model->graph;
-  auto inputs = prepareInputs(graph, *spec);
+  auto inputs = prepareInputs(*model->graph, *spec);
   if (!inputs.ok()) return fail("run", inputs.error());
-
-  Interpreter interp;
-  auto outputs = interp.run(graph, std::move(*inputs));
+  auto engine = makeEngine(std::move(*model), *target);
+  if (!engine.ok()) return fail("run", engine.error());
+  const Graph &graph = (*engine)->graph();
+  auto outputs = (*engine)->run(std::move(*inputs));
   if (!outputs.ok()) return fail("run", outputs.error());
 
   auto dir = args->value("output-dir");

@@ -126,6 +126,7 @@ bool takesNonTensorInputs(OpKind op) {
   switch (op) {
   case OpKind::Identity:
   case OpKind::If:
+  case OpKind::Fused:
   case OpKind::Loop:
   case OpKind::Scan:
   case OpKind::SequenceMap:

@@ -39,6 +39,7 @@ constexpr RawRow kRows[] = {
 #include "ir/ops/tensor.def"
 #include "ir/ops/control.def"
 #include "ir/ops/signal.def"
+#include "ir/ops/compiler.def"
 #undef KILN_OP
 };
 static_assert(sizeof(kRows) / sizeof(kRows[0]) == static_cast<size_t>(OpKind::NumOps));

@@ -23,6 +23,7 @@ enum class OpKind : uint16_t {
 #include "ir/ops/tensor.def"
 #include "ir/ops/control.def"
 #include "ir/ops/signal.def"
+#include "ir/ops/compiler.def"
 #undef KILN_OP
   NumOps
 };
@@ -54,5 +55,7 @@ std::string_view opName(OpKind kind);
 std::optional<OpKind> opFromName(std::string_view name);
 // All schemas in table order (for docs and tests).
 const std::vector<OpSchema> &allOpSchemas();
+// Ops of ops/compiler.def: made by passes, never imported.
+inline bool isCompilerOp(OpKind kind) { return kind == OpKind::Fused; }
 
 } // namespace kiln

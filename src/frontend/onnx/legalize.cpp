@@ -93,7 +93,7 @@ Value *GraphBuilder::constantInts(const std::vector<int64_t> &v, const std::stri
 
 Expected<std::vector<Value *>> legalizeDirect(NodeDraft &d, GraphBuilder &b) {
   auto op = opFromName(d.opType);
-  if (!op) return makeError("node '", d.name, "': op ", d.opType, " is not supported");
+  if (!op || isCompilerOp(*op)) return makeError("node '", d.name, "': op ", d.opType, " is not supported");
   KILN_ASSIGN_OR_RETURN(Node * n, b.emit(*op, d.inputs, std::move(d.attrs), d.numOutputs, d.name));
   return n->outputs();
 }
@@ -110,7 +110,8 @@ Legalizer findLegalizer(const std::string &opType) {
 
 bool isSupportedOnnxOp(const std::string &domain, const std::string &opType) {
   if (!domain.empty() && domain != "ai.onnx") return false;
-  return opFromName(opType).has_value() || findLegalizer(opType) != nullptr;
+  auto op = opFromName(opType);
+  return (op && !isCompilerOp(*op)) || findLegalizer(opType) != nullptr;
 }
 
 } // namespace kiln::onnx_import

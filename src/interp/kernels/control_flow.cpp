@@ -94,6 +94,20 @@ Status ifKernel(KernelContext &ctx) {
   return Status::success();
 }
 
+// ---- Fused ---------------------------------------------------------------------
+
+// A fused group's meaning is its region run on the node's inputs; the
+// interpreter keeps that meaning so fused graphs stay checkable against it.
+Status fusedKernel(KernelContext &ctx) {
+  KILN_ASSIGN_OR_RETURN(const Graph *body, regionOf(ctx, "body"));
+  std::vector<RtValue> in;
+  for (int i = 0; i < ctx.numInputs(); ++i) in.push_back(ctx.has(i) ? ctx.value(i) : RtValue());
+  KILN_ASSIGN_OR_RETURN(std::vector<RtValue> outs,
+                        runBody(ctx, *body, std::move(in), ctx.numOutputs(), "body"));
+  for (int i = 0; i < ctx.numOutputs(); ++i) ctx.setOutput(i, std::move(outs[i]));
+  return Status::success();
+}
+
 // ---- Loop ----------------------------------------------------------------------
 
 // The trip limit M: absent means no limit (the condition alone stops it).
@@ -304,6 +318,7 @@ Status sequenceMapKernel(KernelContext &ctx) {
 
 void registerControlFlowKernels(KernelTable &t) {
   t.add(OpKind::If, ifKernel);
+  t.add(OpKind::Fused, fusedKernel);
   t.add(OpKind::Loop, loopKernel);
   t.add(OpKind::Scan, scanKernel);
   t.add(OpKind::SequenceMap, sequenceMapKernel);

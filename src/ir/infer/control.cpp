@@ -250,6 +250,21 @@ Status inferIf(InferContext &ctx) {
   return Status::success();
 }
 
+// A fused group yields its region's outputs; the region's inputs mirror
+// the node's, so their types are refreshed from them first.
+Status inferFused(InferContext &ctx) {
+  ReinferScope scope;
+  Graph *body = ctx.node().getGraph("body");
+  if (!body || body->outputs().size() != static_cast<size_t>(ctx.numOutputs()))
+    return unknownOutputs(ctx);
+  for (size_t i = 0; i < body->inputs().size() && i < ctx.node().inputs().size(); ++i)
+    if (const Value *in = ctx.node().inputs()[i]) body->inputs()[i]->setType(in->type());
+  reinferRegion(*body);
+  for (int i = 0; i < ctx.numOutputs(); ++i)
+    ctx.setOutput(i, body->outputs()[static_cast<size_t>(i)]->type());
+  return Status::success();
+}
+
 // Body inputs: (iteration i64[], condition bool[], carried...); outputs:
 // (condition, carried..., scan outputs...).
 Status inferLoop(InferContext &ctx) {
@@ -499,6 +514,7 @@ Status inferOptionalGetElement(InferContext &ctx) {
 
 void registerControlInference(InferTable &t) {
   t.add(OpKind::If, inferIf);
+  t.add(OpKind::Fused, inferFused);
   t.add(OpKind::Loop, inferLoop);
   t.add(OpKind::Scan, inferScan);
   t.add(OpKind::SequenceMap, inferSequenceMap);

@@ -1,0 +1,322 @@
+#include "backend/cpu/compiler.h"
+
+#include "backend/cpu/steps.h"
+#include "codegen/cpu/compile.h"
+#include "codegen/cpu/cpu_target.h"
+#include "kernel/printer.h"
+#include "lower/elementwise.h"
+#include "lower/elementwise_ops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace kiln::cpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+bool isWithin(const Graph *g, const Graph *scope) {
+  for (; g; g = g->parent())
+    if (g == scope) return true;
+  return false;
+}
+
+// Values that the regions of `node` read from outside themselves.
+std::vector<const Value *> regionFreeValues(const Node &node) {
+  std::vector<const Value *> out;
+  std::unordered_set<const Value *> seen;
+  for (Graph *region : node.regions())
+    region->walk([&](Graph &g) {
+      for (auto &n : g.nodes())
+        for (const Value *v : n->inputs())
+          if (v && !isWithin(v->owner(), region) && seen.insert(v).second) out.push_back(v);
+      for (const Value *v : g.outputs())
+        if (v && !isWithin(v->owner(), region) && seen.insert(v).second) out.push_back(v);
+    });
+  return out;
+}
+
+// Builds the programs of one model: slots, steps, and the kernels to compile.
+class ProgramBuilder {
+public:
+  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats)
+      : target_(target), stats_(stats) {}
+
+  struct Scope {
+    const Scope *parent;
+    Program *program;
+    std::unordered_map<const Value *, int> slots;
+  };
+
+  Expected<std::unique_ptr<Program>> build(const Graph &g, const Scope *parent);
+
+  std::vector<kir::Kernel> kernels;
+  // Each kernel step with the index of the kernel it runs.
+  std::vector<std::pair<ElementwiseStep *, int>> kernelSteps;
+
+private:
+  Expected<int> slotOf(Scope &scope, const Value *v);
+  Status addNode(Scope &scope, const Node &node);
+  bool tryElementwise(Scope &scope, const Node &node);
+
+  const codegen::CpuTarget &target_;
+  CompileStats &stats_;
+  std::unordered_map<std::string, int> kernelIndex_;
+};
+
+Expected<int> ProgramBuilder::slotOf(Scope &scope, const Value *v) {
+  auto it = scope.slots.find(v);
+  if (it != scope.slots.end()) return it->second;
+  // A value of an enclosing graph: capture it from the parent's frame.
+  if (!scope.parent) return makeError("value '", v->name(), "' is read before it is defined");
+  Scope &parent = const_cast<Scope &>(*scope.parent);
+  KILN_ASSIGN_OR_RETURN(int parentSlot, slotOf(parent, v));
+  int slot = scope.program->numSlots++;
+  scope.program->captures.emplace_back(parentSlot, slot);
+  scope.slots[v] = slot;
+  return slot;
+}
+
+Expected<std::unique_ptr<Program>> ProgramBuilder::build(const Graph &g, const Scope *parent) {
+  auto program = std::make_unique<Program>();
+  Scope scope{parent, program.get(), {}};
+  for (const Value *in : g.inputs()) {
+    int slot = program->numSlots++;
+    scope.slots[in] = slot;
+    program->inputSlots.push_back(slot);
+  }
+  for (const auto &n : g.nodes()) KILN_RETURN_IF_ERROR(addNode(scope, *n));
+  for (const Value *out : g.outputs()) {
+    KILN_ASSIGN_OR_RETURN(int slot, slotOf(scope, out));
+    program->outputSlots.push_back(slot);
+  }
+  program->computeLiveness();
+  return program;
+}
+
+// The group a node stands for: a Fused elementwise node's region, or the
+// node alone.
+lower::ElementwiseGroup groupOf(const Node &node, std::vector<const Value *> &nodeInputs) {
+  lower::ElementwiseGroup group;
+  if (node.op() == OpKind::Fused) {
+    const Graph *body = node.getGraph("body");
+    for (auto &n : body->nodes()) group.nodes.push_back(n.get());
+    group.inputs.assign(body->inputs().begin(), body->inputs().end());
+    group.outputs.assign(body->outputs().begin(), body->outputs().end());
+    nodeInputs.assign(node.inputs().begin(), node.inputs().end());
+    return group;
+  }
+  group.nodes = {&node};
+  for (const Value *v : node.inputs())
+    if (v && std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end())
+      group.inputs.push_back(v);
+  group.outputs = {node.output(0)};
+  nodeInputs = group.inputs;
+  return group;
+}
+
+bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
+  const bool fused = node.op() == OpKind::Fused && node.getString("kind") == "elementwise";
+  if (!fused && !lower::canLowerElementwise(node)) return false;
+  std::vector<const Value *> nodeInputs;
+  lower::ElementwiseGroup group = groupOf(node, nodeInputs);
+  int widest = 1;
+  for (const Value *v : group.inputs) widest = std::max<int>(widest, dtypeSize(v->type().dtype()));
+  for (const Value *v : group.outputs) widest = std::max<int>(widest, dtypeSize(v->type().dtype()));
+  const std::string name = "k" + std::to_string(kernels.size());
+  auto lowered = lower::lowerElementwise(group, name, std::max(1, target_.lanes(widest)));
+  if (!lowered.ok()) return false;
+
+  std::vector<int> in, out;
+  std::vector<DType> outTypes;
+  for (const Value *v : nodeInputs) {
+    auto s = slotOf(scope, v);
+    if (!s.ok()) return false;
+    in.push_back(*s);
+  }
+  for (const Value *v : node.outputs()) {
+    int slot = scope.program->numSlots++;
+    scope.slots[v] = slot;
+    out.push_back(slot);
+    outTypes.push_back(v->type().dtype());
+  }
+  // Identical kernels (the same activation on many layers) are compiled
+  // once: the text without the name is the key.
+  const std::string text = printKernel(lowered->kernel);
+  const std::string key = text.substr(text.find('('));
+  auto [it, isNew] = kernelIndex_.emplace(key, static_cast<int>(kernels.size()));
+  if (isNew) {
+    kernels.push_back(lowered->kernel);
+    ++stats_.generatedKernels;
+  } else {
+    lowered->kernel.name = kernels[it->second].name;
+  }
+  std::string label = "kernel " + lowered->kernel.name + " " + node.describe();
+  if (fused) {
+    label += " [";
+    for (const Node *n : group.nodes) label += std::string(opName(n->op())) + " ";
+    label.back() = ']';
+  }
+  auto step = std::make_unique<ElementwiseStep>(label, std::move(*lowered), in, out, outTypes);
+  kernelSteps.emplace_back(step.get(), it->second);
+  scope.program->steps.push_back(std::move(step));
+  return true;
+}
+
+Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
+  ++stats_.steps;
+  if (node.op() == OpKind::If) {
+    KILN_ASSIGN_OR_RETURN(int cond, slotOf(scope, node.input(0)));
+    KILN_ASSIGN_OR_RETURN(auto thenP, build(*node.getGraph("then_branch"), &scope));
+    KILN_ASSIGN_OR_RETURN(auto elseP, build(*node.getGraph("else_branch"), &scope));
+    std::vector<int> out;
+    for (const Value *v : node.outputs()) {
+      int slot = scope.program->numSlots++;
+      scope.slots[v] = slot;
+      out.push_back(slot);
+    }
+    scope.program->steps.push_back(
+        std::make_unique<IfStep>(node, cond, out, std::move(thenP), std::move(elseP)));
+    return Status::success();
+  }
+  if (tryElementwise(scope, node)) return Status::success();
+
+  // Fallback: the interpreter's kernel for this node.
+  ++stats_.interpSteps;
+  std::vector<int> in, out;
+  for (const Value *v : node.inputs()) {
+    if (!v) {
+      in.push_back(-1);
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(int s, slotOf(scope, v));
+    in.push_back(s);
+  }
+  std::vector<std::pair<const Value *, int>> regionReads;
+  for (const Value *v : regionFreeValues(node)) {
+    KILN_ASSIGN_OR_RETURN(int s, slotOf(scope, v));
+    regionReads.emplace_back(v, s);
+  }
+  for (const Value *v : node.outputs()) {
+    if (!v) {
+      out.push_back(-1);
+      continue;
+    }
+    int slot = scope.program->numSlots++;
+    scope.slots[v] = slot;
+    out.push_back(slot);
+  }
+  scope.program->steps.push_back(std::make_unique<InterpStep>(node, in, out, regionReads));
+  return Status::success();
+}
+
+// The graph pipeline per level. TODO(lead): replaced by passes/pipeline.h.
+std::vector<std::string> pipelineFor(int level) {
+  if (level <= 0) return {};
+  std::vector<std::string> p = {"fold-constants", "cse", "dce"};
+  return p;
+}
+
+Status writeFile(const std::string &path, const std::string &text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) return makeError("cannot write '", path, "'");
+  return Status::success();
+}
+
+} // namespace
+
+CompiledModel::~CompiledModel() = default;
+
+Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
+                                                                const CompileOptions &options) {
+  std::unique_ptr<CompiledModel> cm(new CompiledModel());
+  auto t0 = Clock::now();
+  KILN_RETURN_IF_ERROR(runPipeline(model, pipelineFor(options.optLevel), options.passOptions));
+  KILN_RETURN_IF_ERROR(model.graph->sortTopologically());
+  cm->model_ = std::move(model);
+  cm->stats_.passesMs = msSince(t0);
+
+  t0 = Clock::now();
+  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget target, codegen::cpuTargetFromName(options.cpu));
+  if (!target.runsOnHost())
+    return makeError("--cpu ", options.cpu, " needs CPU features this machine lacks");
+  ProgramBuilder builder(target, cm->stats_);
+  KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
+  cm->stats_.loweringMs = msSince(t0);
+
+  t0 = Clock::now();
+  if (!options.dumpDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.dumpDir, ec);
+    std::string text;
+    for (const kir::Kernel &k : builder.kernels) text += printKernel(k) + "\n";
+    KILN_RETURN_IF_ERROR(writeFile(options.dumpDir + "/kernels.kir", text));
+  }
+  if (!builder.kernels.empty()) {
+    codegen::CompileOptions co;
+    co.optLevel = std::max(2, std::min(3, options.optLevel));
+    if (!options.dumpDir.empty()) co.dumpLlvmIrPath = options.dumpDir + "/kernels.ll";
+    KILN_ASSIGN_OR_RETURN(codegen::ObjectCode object,
+                          codegen::compileKernels(builder.kernels, target, co));
+    KILN_ASSIGN_OR_RETURN(cm->jit_, codegen::CpuJit::create());
+    KILN_RETURN_IF_ERROR(cm->jit_->addObject(object));
+    std::vector<codegen::KernelEntry> entries;
+    for (const kir::Kernel &k : builder.kernels) {
+      KILN_ASSIGN_OR_RETURN(codegen::KernelEntry fn, cm->jit_->lookup(k.name));
+      entries.push_back(fn);
+    }
+    for (auto &[step, index] : builder.kernelSteps) step->setEntry(entries[index]);
+  }
+  cm->stats_.codegenMs = msSince(t0);
+  cm->pool_ = std::make_unique<runtime::ThreadPool>(options.threads);
+  cm->interpreter_ = std::make_unique<Interpreter>();
+  return cm;
+}
+
+Expected<std::vector<RtValue>> CompiledModel::run(std::vector<RtValue> inputs) {
+  const Graph &g = *model_.graph;
+  if (inputs.size() != g.inputs().size())
+    return makeError("model takes ", g.inputs().size(), " inputs, got ", inputs.size());
+  std::unordered_map<std::string, int64_t> bindings;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    KILN_RETURN_IF_ERROR(checkInputAgainstType(*g.inputs()[i], inputs[i], bindings));
+  Frame frame;
+  frame.slots.resize(main_->numSlots);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    frame.slots[main_->inputSlots[i]] = std::move(inputs[i]);
+  ExecContext ctx{pool_.get(), interpreter_.get()};
+  return main_->run(frame, ctx);
+}
+
+void CompiledModel::setProfiling(bool on) {
+  profile_.assign(main_->steps.size(), 0.0);
+  main_->profile = on ? &profile_ : nullptr;
+}
+
+std::string CompiledModel::profileReport() const {
+  std::vector<size_t> order(profile_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return profile_[a] > profile_[b]; });
+  double total = 0;
+  for (double t : profile_) total += t;
+  std::string out;
+  char line[64];
+  for (size_t i : order) {
+    if (profile_[i] <= 0) continue;
+    std::snprintf(line, sizeof line, "%9.3f ms %5.1f%%  ", profile_[i], 100 * profile_[i] / total);
+    out += line + main_->steps[i]->describe() + "\n";
+  }
+  return out;
+}
+
+} // namespace kiln::cpu

@@ -1,0 +1,60 @@
+// The CPU backend's driver: takes an imported model through the pass
+// pipeline, turns every graph (and If branch) into a Program of steps,
+// lowers the elementwise groups to Kernel IR, compiles all kernels into one
+// native object with LLVM and links it with the JIT.
+//
+//   model ─passes(-O)─▶ fused graph ─▶ steps ─┬─ kernels ─▶ Kernel IR ─▶ object ─▶ JIT
+//                                             └─ conv/matmul/pool microkernels, interpreter fallback
+#pragma once
+
+#include "backend/cpu/program.h"
+#include "codegen/cpu/jit.h"
+#include "ir/graph.h"
+#include "passes/pass.h"
+
+#include <memory>
+#include <string>
+
+namespace kiln::cpu {
+
+struct CompileOptions {
+  int optLevel = 3;           // graph pipeline -O0..-O3 (also LLVM's level, at least 2)
+  std::string cpu = "native"; // codegen::cpuTargetFromName
+  int threads = 0;            // 0: physical cores
+  PipelineOptions passOptions; // --print-after / --dump-dir
+  std::string dumpDir;        // when set: kernels.kir (Kernel IR) and kernels.ll (LLVM IR)
+};
+
+struct CompileStats {
+  double passesMs = 0, loweringMs = 0, codegenMs = 0;
+  int steps = 0, generatedKernels = 0, interpSteps = 0, microkernelSteps = 0;
+};
+
+class CompiledModel {
+public:
+  static Expected<std::unique_ptr<CompiledModel>> compile(Model model, const CompileOptions &options);
+  ~CompiledModel();
+
+  // Inputs in graph-input order, checked against the declared types.
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs);
+
+  const Model &model() const { return model_; }
+  const CompileStats &stats() const { return stats_; }
+  const Program &program() const { return *main_; }
+  // One line per step of the top-level program with its accumulated time
+  // (after runs with profiling on).
+  void setProfiling(bool on);
+  std::string profileReport() const;
+
+private:
+  CompiledModel() = default;
+  Model model_;
+  CompileStats stats_;
+  std::unique_ptr<Program> main_;
+  std::unique_ptr<codegen::CpuJit> jit_;
+  std::unique_ptr<runtime::ThreadPool> pool_;
+  std::unique_ptr<Interpreter> interpreter_;
+  std::vector<double> profile_;
+};
+
+} // namespace kiln::cpu

@@ -1,0 +1,100 @@
+#include "backend/cpu/steps.h"
+
+#include <algorithm>
+
+namespace kiln::cpu {
+
+Expected<Shape64> broadcastShapes(const std::vector<Shape64> &shapes) {
+  size_t rank = 0;
+  for (const Shape64 &s : shapes) rank = std::max(rank, s.size());
+  Shape64 out(rank, 1);
+  for (const Shape64 &s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t &o = out[rank - s.size() + i];
+      const int64_t d = s[i];
+      if (d == o || d == 1) continue;
+      if (o != 1) {
+        std::string all;
+        for (const Shape64 &x : shapes) all += (all.empty() ? "" : ", ") + shapeToString(x);
+        return makeError("shapes ", all, " do not broadcast");
+      }
+      o = d;
+    }
+  return out;
+}
+
+ElementwiseStep::ElementwiseStep(std::string label, lower::ElementwiseKernel kernel,
+                                 std::vector<int> inputSlots, std::vector<int> outputSlots,
+                                 std::vector<DType> outputTypes)
+    : label_(std::move(label)), kernel_(std::move(kernel)), in_(std::move(inputSlots)),
+      out_(std::move(outputSlots)), outTypes_(std::move(outputTypes)) {
+  reads = in_;
+  writes = out_;
+}
+
+// Enough elements per parallel chunk that scheduling costs are noise.
+constexpr int64_t kChunkElements = 16384;
+// The block of a flat kernel: long enough for the vector loop, short enough
+// to split across threads.
+constexpr int64_t kFlatBlock = 1024;
+
+void ElementwiseStep::launch(ExecContext &ctx, const std::vector<void *> &buffers,
+                             const std::vector<int64_t> &extents) const {
+  const std::vector<int64_t> params = kernel_.params(extents);
+  int64_t inner = 1;
+  for (size_t k = 1; k < extents.size(); ++k) inner *= extents[k];
+  const int64_t grain = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(inner, 1));
+  void *const *bufs = buffers.data();
+  const int64_t *p = params.data();
+  codegen::KernelEntry fn = entry_;
+  if (extents[0] <= grain || !ctx.pool || ctx.pool->threads() == 1) {
+    fn(bufs, p, 0, extents[0]);
+    return;
+  }
+  ctx.pool->parallelFor(extents[0], [&](int64_t b, int64_t e) { fn(bufs, p, b, e); }, grain);
+}
+
+Status ElementwiseStep::run(Frame &frame, ExecContext &ctx) const {
+  std::vector<Shape64> shapes;
+  std::vector<void *> buffers;
+  for (size_t j = 0; j < in_.size(); ++j) {
+    const RtValue &v = frame.slots[in_[j]];
+    if (!v.isTensor()) return makeError(label_, ": input ", j, " is ", v.describe());
+    shapes.push_back(v.tensor.shape());
+    buffers.push_back(const_cast<void *>(v.tensor.raw()));
+  }
+  KILN_ASSIGN_OR_RETURN(Shape64 outShape, broadcastShapes(shapes));
+  if (Status s = kernel_.checkShapes(shapes, outShape); !s.ok())
+    return makeError(label_, ": ", s.error().message);
+  for (size_t o = 0; o < out_.size(); ++o) {
+    Tensor t(outTypes_[o], outShape);
+    buffers.push_back(t.mutableRaw());
+    frame.slots[out_[o]] = RtValue(std::move(t));
+  }
+  if (numelOf(outShape) == 0) return Status::success();
+
+  std::vector<int64_t> extents = kernel_.loopExtents(outShape);
+  if (!kernel_.flat()) {
+    launch(ctx, buffers, extents);
+    return Status::success();
+  }
+  // A flat space runs as [blocks, block] plus the remainder.
+  const int64_t total = extents[0];
+  const int64_t blocks = total / kFlatBlock, rest = total % kFlatBlock;
+  if (blocks > 0) launch(ctx, buffers, {blocks, kFlatBlock});
+  if (rest > 0) {
+    std::vector<void *> shifted = buffers;
+    const int64_t offset = blocks * kFlatBlock;
+    for (size_t j = 0; j < shifted.size(); ++j) {
+      const bool isOutput = j >= in_.size();
+      if (!isOutput && !kernel_.inputIsFull(j)) continue;
+      DType t = isOutput ? outTypes_[j - in_.size()]
+                         : frame.slots[in_[j]].tensor.dtype();
+      shifted[j] = static_cast<char *>(shifted[j]) + offset * static_cast<int64_t>(dtypeSize(t));
+    }
+    launch(ctx, shifted, {1, rest});
+  }
+  return Status::success();
+}
+
+} // namespace kiln::cpu

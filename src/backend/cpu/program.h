@@ -1,0 +1,70 @@
+// A compiled graph for the CPU: a straight list of steps over a frame of
+// value slots. Each step is one launch: a generated kernel (a fused
+// elementwise group), a microkernel call (conv, matmul, pooling), an If
+// choosing between two compiled sub-programs, or — for ops the CPU backend
+// does not compile yet — the interpreter's kernel for that node, so every
+// model the interpreter runs also runs here.
+//
+// Slots hold run-time values (tensors share their buffers, so passing a
+// value along is cheap); a slot is released after its last reader, which
+// lets the allocator reuse activations.
+#pragma once
+
+#include "interp/interpreter.h"
+#include "runtime/thread_pool.h"
+#include "support/status.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::cpu {
+
+struct Frame {
+  std::vector<RtValue> slots;
+};
+
+// What every step may use while running.
+struct ExecContext {
+  runtime::ThreadPool *pool = nullptr;
+  Interpreter *interpreter = nullptr; // for fallback steps
+};
+
+class Step {
+public:
+  virtual ~Step() = default;
+  // Reads its input slots, writes its output slots.
+  virtual Status run(Frame &frame, ExecContext &ctx) const = 0;
+  // "elementwise 'fused_3' (Sigmoid, Mul)", "interp node 'x' (Resize)": for
+  // profiles and messages.
+  virtual std::string describe() const = 0;
+  // Every slot the step reads (including what sub-programs read).
+  std::vector<int> reads;
+  std::vector<int> writes;
+};
+
+class Program {
+public:
+  // Slots 0..numInputs-1 are the graph inputs; captures are slots filled
+  // from the enclosing program (If branches read outer values).
+  int numSlots = 0;
+  std::vector<int> inputSlots;
+  std::vector<int> outputSlots;
+  std::vector<std::pair<int, int>> captures; // (slot in the parent, slot here)
+  std::vector<std::unique_ptr<Step>> steps;
+  // Slots to release after each step (their last reader); never outputs.
+  std::vector<std::vector<int>> releaseAfter;
+
+  // Fills releaseAfter from the steps' reads; call once after building.
+  void computeLiveness();
+
+  // Runs with the given inputs (and captured values already in `frame`);
+  // returns the outputs.
+  Expected<std::vector<RtValue>> run(Frame &frame, ExecContext &ctx) const;
+
+  // Per-step timing, for `kiln bench --profile`: when set, each step's
+  // wall time is added to it (indexed like steps).
+  mutable std::vector<double> *profile = nullptr;
+};
+
+} // namespace kiln::cpu

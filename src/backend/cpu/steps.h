@@ -1,0 +1,69 @@
+// The kinds of steps a CPU program is made of (program.h). Each is built
+// by the compiler (compiler.cpp) and runs on its own.
+#pragma once
+
+#include "backend/cpu/program.h"
+#include "codegen/cpu/jit.h"
+#include "lower/elementwise.h"
+
+#include <memory>
+
+namespace kiln::cpu {
+
+// Runs one node with the interpreter's kernel (ops not compiled yet). Nodes
+// with regions (Loop, Scan...) get an environment holding the outer values
+// their regions read.
+class InterpStep : public Step {
+public:
+  InterpStep(const Node &node, std::vector<int> inputSlots, std::vector<int> outputSlots,
+             std::vector<std::pair<const Value *, int>> regionReads);
+  Status run(Frame &frame, ExecContext &ctx) const override;
+  std::string describe() const override;
+
+private:
+  const Node &node_;
+  std::vector<int> in_, out_;
+  std::vector<std::pair<const Value *, int>> regionReads_;
+};
+
+// A generated elementwise kernel (one fused group or one node).
+class ElementwiseStep : public Step {
+public:
+  ElementwiseStep(std::string label, lower::ElementwiseKernel kernel, std::vector<int> inputSlots,
+                  std::vector<int> outputSlots, std::vector<DType> outputTypes);
+  // Resolved after the object code is linked.
+  void setEntry(codegen::KernelEntry entry) { entry_ = entry; }
+  const kir::Kernel &kernel() const { return kernel_.kernel; }
+  Status run(Frame &frame, ExecContext &ctx) const override;
+  std::string describe() const override { return label_; }
+
+private:
+  void launch(ExecContext &ctx, const std::vector<void *> &buffers,
+              const std::vector<int64_t> &extents) const;
+
+  std::string label_;
+  lower::ElementwiseKernel kernel_;
+  std::vector<int> in_, out_;
+  std::vector<DType> outTypes_;
+  codegen::KernelEntry entry_ = nullptr;
+};
+
+// If: runs the compiled branch the condition picks.
+class IfStep : public Step {
+public:
+  IfStep(const Node &node, int condSlot, std::vector<int> outputSlots,
+         std::unique_ptr<Program> thenBranch, std::unique_ptr<Program> elseBranch);
+  Status run(Frame &frame, ExecContext &ctx) const override;
+  std::string describe() const override;
+
+private:
+  const Node &node_;
+  int cond_;
+  std::vector<int> out_;
+  std::unique_ptr<Program> then_, else_;
+};
+
+// Numpy broadcasting of concrete shapes; an error names both shapes.
+Expected<Shape64> broadcastShapes(const std::vector<Shape64> &shapes);
+
+} // namespace kiln::cpu

@@ -1,0 +1,208 @@
+#include "lower/elementwise.h"
+
+#include "lower/elementwise_ops.h"
+
+#include <unordered_map>
+
+namespace kiln::lower {
+
+namespace {
+
+// Step 1: for output dim k, does an input of shape `in` (right-aligned)
+// vary along it? nullopt when it cannot be decided statically.
+std::optional<bool> variesAlong(const Shape &in, const Shape &out, int k) {
+  const int offset = out.rank() - in.rank();
+  if (k < offset) return false;
+  const Dim &d = in.dims[k - offset];
+  const Dim &o = out.dims[k];
+  if (d.isStatic() && d.value() == 1) return o.isStatic() && o.value() == 1 ? false : false;
+  if (d.isStatic() && o.isStatic() && d.value() == o.value()) return true;
+  if (d.isSymbol() && o.isSymbol() && d.symbolName() == o.symbolName()) return true;
+  return std::nullopt;
+}
+
+bool sameShape(const Shape &a, const Shape &b) {
+  if (!a.rankKnown || !b.rankKnown || a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i) {
+    const Dim &x = a.dims[i], &y = b.dims[i];
+    if (x.isUnknown() || y.isUnknown() || !(x == y)) return false;
+  }
+  return true;
+}
+
+} // namespace
+
+Status ElementwiseKernel::checkShapes(const std::vector<Shape64> &inputShapes,
+                                      const Shape64 &outShape) const {
+  if (static_cast<int>(outShape.size()) != outRank_)
+    return makeError("kernel '", kernel.name, "': output rank ", outShape.size(), ", compiled for ",
+                     outRank_);
+  for (size_t j = 0; j < inputShapes.size(); ++j) {
+    const Shape64 &in = inputShapes[j];
+    const int offset = outRank_ - static_cast<int>(in.size());
+    if (offset < 0)
+      return makeError("kernel '", kernel.name, "': input ", j, " has rank ", in.size(),
+                       " > output rank ", outRank_);
+    for (size_t loop = 0; loop < loopDims_.size(); ++loop)
+      for (int k : loopDims_[loop]) {
+        const int64_t d = k < offset ? 1 : in[k - offset];
+        const int64_t want = full_[j][loop] ? outShape[k] : 1;
+        if (d != want)
+          return makeError("kernel '", kernel.name, "': input ", j, " has shape ",
+                           shapeToString(in), ", which does not broadcast to ",
+                           shapeToString(outShape), " as compiled");
+      }
+  }
+  return Status::success();
+}
+
+std::vector<int64_t> ElementwiseKernel::loopExtents(const Shape64 &outShape) const {
+  std::vector<int64_t> extents;
+  for (const std::vector<int> &dims : loopDims_) {
+    int64_t e = 1;
+    for (int k : dims) e *= outShape[k];
+    extents.push_back(e);
+  }
+  return extents;
+}
+
+std::vector<int64_t> ElementwiseKernel::params(const std::vector<int64_t> &extents) const {
+  std::vector<int64_t> p(extents);
+  const size_t nl = extents.size();
+  for (const std::vector<bool> &full : kernelFull_)
+    for (size_t k = 0; k + 1 < nl; ++k) {
+      if (!full[k]) continue;
+      int64_t stride = 1;
+      for (size_t m = k + 1; m < nl; ++m)
+        if (full[m]) stride *= extents[m];
+      p.push_back(stride);
+    }
+  for (size_t o = 0; o < numOutputs_; ++o)
+    for (size_t k = 0; k + 1 < nl; ++k) {
+      int64_t stride = 1;
+      for (size_t m = k + 1; m < nl; ++m) stride *= extents[m];
+      p.push_back(stride);
+    }
+  return p;
+}
+
+Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, const std::string &name,
+                                             int vectorWidth) {
+  if (group.outputs.empty()) return makeError("elementwise group without outputs");
+  const Shape &out = group.outputs[0]->type().shape();
+  for (const Value *o : group.outputs)
+    if (!sameShape(o->type().shape(), out))
+      return makeError("elementwise group outputs differ in shape");
+  for (const Node *n : group.nodes)
+    if (!canLowerElementwise(*n))
+      return makeError(n->describe(), ": no elementwise lowering");
+
+  ElementwiseKernel ek;
+  ek.outRank_ = out.rank();
+  ek.numOutputs_ = group.outputs.size();
+
+  // Steps 1-2: classify, drop static-1 dims, merge equal patterns.
+  std::vector<std::vector<bool>> pattern(group.inputs.size());
+  std::vector<int> kept;
+  for (int k = 0; k < out.rank(); ++k) {
+    if (out.dims[k].isStatic() && out.dims[k].value() == 1) continue;
+    kept.push_back(k);
+  }
+  for (size_t j = 0; j < group.inputs.size(); ++j) {
+    const Type &t = group.inputs[j]->type();
+    if (!t.isTensor() || !t.shape().rankKnown || t.shape().rank() > out.rank())
+      return makeError("input '", group.inputs[j]->name(), "' cannot broadcast statically");
+    for (int k : kept) {
+      std::optional<bool> v = variesAlong(t.shape(), out, k);
+      if (!v)
+        return makeError("input '", group.inputs[j]->name(), "' of shape ", t.shape().str(),
+                         " may or may not broadcast to ", out.str());
+      pattern[j].push_back(*v);
+    }
+  }
+  ek.full_.assign(group.inputs.size(), {});
+  for (size_t i = 0; i < kept.size(); ++i) {
+    bool merge = !ek.loopDims_.empty();
+    for (size_t j = 0; merge && j < group.inputs.size(); ++j)
+      merge = pattern[j][i] == pattern[j][i - 1];
+    if (merge) {
+      ek.loopDims_.back().push_back(kept[i]);
+    } else {
+      ek.loopDims_.push_back({kept[i]});
+      for (size_t j = 0; j < group.inputs.size(); ++j) ek.full_[j].push_back(pattern[j][i]);
+    }
+  }
+  if (ek.loopDims_.empty()) { // a scalar output: one loop of extent 1
+    ek.loopDims_.push_back({});
+    for (auto &f : ek.full_) f.push_back(false);
+  }
+  for (const auto &f : ek.full_)
+    ek.kernelFull_.push_back(ek.flat() ? std::vector<bool>{f[0], f[0]} : f);
+
+  // Step 3: buffers, params, loops.
+  kir::KernelBuilder b(name);
+  for (size_t j = 0; j < group.inputs.size(); ++j)
+    b.addBuffer("in" + std::to_string(j), group.inputs[j]->type().dtype(), false);
+  for (size_t o = 0; o < group.outputs.size(); ++o)
+    b.addBuffer("out" + std::to_string(o), group.outputs[o]->type().dtype(), true);
+  const size_t nl = ek.flat() ? 2 : ek.loopDims_.size();
+  std::vector<int> extentParams;
+  for (size_t k = 0; k < nl; ++k) extentParams.push_back(b.addParam("n" + std::to_string(k)));
+  std::vector<std::vector<int>> strideParams(group.inputs.size() + group.outputs.size(),
+                                             std::vector<int>(nl, -1));
+  for (size_t j = 0; j < group.inputs.size(); ++j)
+    for (size_t k = 0; k + 1 < nl; ++k)
+      if (ek.kernelFull_[j][k])
+        strideParams[j][k] = b.addParam("s" + std::to_string(j) + "_" + std::to_string(k));
+  for (size_t o = 0; o < group.outputs.size(); ++o)
+    for (size_t k = 0; k + 1 < nl; ++k)
+      strideParams[group.inputs.size() + o][k] =
+          b.addParam("o" + std::to_string(o) + "_" + std::to_string(k));
+
+  std::vector<int> loopVars;
+  for (size_t k = 0; k < nl; ++k) {
+    kir::Schedule sched;
+    if (k + 1 == nl) sched = {kir::Schedule::Kind::Vector, vectorWidth};
+    else if (k == 0) sched = {kir::Schedule::Kind::Parallel, 1};
+    loopVars.push_back(b.beginLoop(kir::Affine::param(extentParams[k]), sched));
+  }
+  auto indexOf = [&](size_t buffer, bool fullInner) {
+    kir::Affine a;
+    for (size_t k = 0; k + 1 < nl; ++k)
+      if (strideParams[buffer][k] >= 0) a.add(1, strideParams[buffer][k], loopVars[k]);
+    if (fullInner) a.add(1, -1, loopVars[nl - 1]);
+    return a;
+  };
+
+  // Step 4: the body.
+  std::unordered_map<const Value *, int> ssa;
+  for (size_t j = 0; j < group.inputs.size(); ++j)
+    ssa[group.inputs[j]] = b.load(static_cast<int>(j), indexOf(j, ek.kernelFull_[j][nl - 1]));
+  for (const Node *n : group.nodes) {
+    std::vector<int> operands;
+    for (const Value *v : n->inputs()) {
+      if (!v) {
+        operands.push_back(-1);
+        continue;
+      }
+      auto it = ssa.find(v);
+      if (it == ssa.end())
+        return makeError(n->describe(), ": input '", v->name(), "' is not in the group");
+      operands.push_back(it->second);
+    }
+    KILN_ASSIGN_OR_RETURN(int r, emitElementwise(b, *n, operands));
+    ssa[n->output(0)] = r;
+  }
+  for (size_t o = 0; o < group.outputs.size(); ++o) {
+    auto it = ssa.find(group.outputs[o]);
+    if (it == ssa.end())
+      return makeError("group output '", group.outputs[o]->name(), "' is not computed");
+    const size_t buffer = group.inputs.size() + o;
+    b.store(static_cast<int>(buffer), indexOf(buffer, true), it->second);
+  }
+  for (size_t k = 0; k < nl; ++k) b.endLoop();
+  ek.kernel = b.finish();
+  return ek;
+}
+
+} // namespace kiln::lower

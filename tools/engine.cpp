@@ -1,0 +1,88 @@
+#include "engine.h"
+
+#include "backend/cpu/compiler.h"
+#include "interp/interpreter.h"
+
+#include <cstdlib>
+
+namespace kiln::cli {
+
+const char *kTargetHelp =
+    R"(  --target cpu|interp     cpu: compile to native code (default); interp: the
+                          reference interpreter
+  --cpu NAME              cpu target: native (default), x86-64-v4, x86-64-v3
+  --opt N                 graph optimization level 0..3 (default 3)
+  --threads N             threads for the cpu target (default: physical cores)
+)";
+
+namespace {
+
+class InterpEngine : public Engine {
+public:
+  explicit InterpEngine(Model m) : model_(std::move(m)) {}
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
+    return interp_.run(*model_.graph, std::move(inputs));
+  }
+  const Graph &graph() const override { return *model_.graph; }
+
+private:
+  Model model_;
+  Interpreter interp_;
+};
+
+class CpuEngine : public Engine {
+public:
+  explicit CpuEngine(std::unique_ptr<cpu::CompiledModel> m) : m_(std::move(m)) {}
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
+    return m_->run(std::move(inputs));
+  }
+  const Graph &graph() const override { return *m_->model().graph; }
+  std::string summary() const override {
+    const cpu::CompileStats &s = m_->stats();
+    return strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ",
+                  s.microkernelSteps, " microkernel calls, ", s.interpSteps,
+                  " interpreter fallbacks; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
+                  " ms, codegen ", s.codegenMs, " ms");
+  }
+  void setProfiling(bool on) override { m_->setProfiling(on); }
+  std::string profileReport() const override { return m_->profileReport(); }
+
+private:
+  std::unique_ptr<cpu::CompiledModel> m_;
+};
+
+Expected<int> parseInt(const std::optional<std::string> &text, const char *flag, int def, int lo,
+                       int hi) {
+  if (!text) return def;
+  char *end = nullptr;
+  long v = std::strtol(text->c_str(), &end, 10);
+  if (text->empty() || *end || v < lo || v > hi)
+    return makeError("--", flag, ": '", *text, "' is not an integer in [", lo, ", ", hi, "]");
+  return static_cast<int>(v);
+}
+
+} // namespace
+
+Expected<TargetOptions> targetOptionsFrom(const Args &args, int defaultThreads) {
+  TargetOptions o;
+  o.target = args.value("target").value_or("cpu");
+  if (o.target != "cpu" && o.target != "interp")
+    return makeError("unknown target '", o.target, "' (available: cpu, interp)");
+  o.cpu = args.value("cpu").value_or("native");
+  KILN_ASSIGN_OR_RETURN(o.optLevel, parseInt(args.value("opt"), "opt", 3, 0, 3));
+  KILN_ASSIGN_OR_RETURN(o.threads, parseInt(args.value("threads"), "threads", defaultThreads, 0, 1024));
+  return o;
+}
+
+Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &options) {
+  if (options.target == "interp") return std::unique_ptr<Engine>(new InterpEngine(std::move(model)));
+  cpu::CompileOptions co;
+  co.optLevel = options.optLevel;
+  co.cpu = options.cpu;
+  co.threads = options.threads;
+  co.dumpDir = options.dumpDir;
+  KILN_ASSIGN_OR_RETURN(auto compiled, cpu::CompiledModel::compile(std::move(model), co));
+  return std::unique_ptr<Engine>(new CpuEngine(std::move(compiled)));
+}
+
+} // namespace kiln::cli
