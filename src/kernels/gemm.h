@@ -2,14 +2,24 @@
 // op(X) = X or X^T. BLIS-style: B is packed in KC x NC panels, A in MC x KC
 // blocks, and a register-blocked microkernel per ISA (AVX-512, AVX2+FMA,
 // portable C++) chosen at run time from the CPU's features computes each
-// MR x NR tile. Work is split over runtime::ThreadPool (principle 6).
+// tile. Work is split over runtime::ThreadPool (principle 6). The loop nest
+// is in gemm_driver.h.
 //
-// An optional epilogue (per-column bias, then an activation) is applied to
-// each tile while it is still in registers, so a fused matmul+bias+relu
-// writes C once.
+// A fused epilogue (bias, scale, residual, activation; see epilogue.h) is
+// applied to each tile right after its last K slice, while it is in L1, so a
+// fused matmul + bias + activation writes C once.
+//
+// Constant operands (weights) can be packed once and reused: PackedA for
+// W * X (conv, Gemm with weights on the left), PackedB for X * W (MatMul with
+// a constant right-hand side, the common case).
 #pragma once
 
+#include "kernels/epilogue.h"
+#include "kernels/isa.h"
+
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace kiln::runtime {
 class ThreadPool;
@@ -17,25 +27,12 @@ class ThreadPool;
 
 namespace kiln::kernels {
 
-enum class GemmIsa { kAuto, kPortable, kAvx2, kAvx512 };
-const char *gemmIsaName(GemmIsa isa);
-// True when this CPU can run `isa` (kAuto and kPortable always can).
-bool gemmIsaSupported(GemmIsa isa);
-// The fastest ISA this CPU supports.
-GemmIsa bestGemmIsa();
-
-enum class Activation { kNone, kRelu };
-
-// Applied after alpha * op(A) * op(B) + beta * C: C[i][j] = act(C[i][j] + bias[j]).
-struct GemmEpilogue {
-  const float *bias = nullptr; // N values, or null; not owned
-  Activation activation = Activation::kNone;
-};
-
 struct GemmOptions {
   runtime::ThreadPool *pool = nullptr; // null: runtime::ThreadPool::global()
   GemmIsa isa = GemmIsa::kAuto;        // an unsupported ISA falls back to bestGemmIsa()
-  GemmEpilogue epilogue;
+  // Applied last, to C as an M x N matrix: row i, column j (a per-row bias
+  // is kAddRowBias, a MatMul/Gemm bias over N is kAddColBias).
+  Epilogue epilogue;
 };
 
 // A is M x K (K x M when transA), B is K x N (N x K when transB), C is M x N;
@@ -45,5 +42,62 @@ struct GemmOptions {
 void sgemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
            int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc,
            const GemmOptions &options = {});
+
+namespace detail {
+struct AlignedFree {
+  void operator()(float *p) const;
+};
+} // namespace detail
+
+// alpha * op(A), M x K, packed once for one ISA (fixed at pack time; a
+// GemmOptions::isa passed later is ignored). Immutable after pack(): one
+// PackedA may be used by any number of threads at once. Move-only.
+class PackedA {
+public:
+  PackedA() = default;
+  static PackedA pack(bool transA, int64_t M, int64_t K, const float *A, int64_t lda,
+                      GemmIsa isa = GemmIsa::kAuto, float alpha = 1.0f);
+  int64_t rows() const { return M_; }
+  int64_t depth() const { return K_; }
+  GemmIsa isa() const { return isa_; }
+  // The packed panels (layout in gemm_driver.h) and their size.
+  const float *data() const { return data_.get(); }
+  size_t bytes() const { return size_t(M_ * K_) * sizeof(float); }
+
+private:
+  std::unique_ptr<float[], detail::AlignedFree> data_;
+  int64_t M_ = 0, K_ = 0;
+  GemmIsa isa_ = GemmIsa::kPortable;
+};
+
+// C = A * op(B) + beta * C with a pre-packed A (M x K, alpha folded in); B is
+// K x N (N x K when transB). As sgemm otherwise.
+void sgemmPacked(const PackedA &A, bool transB, int64_t N, const float *B, int64_t ldb, float beta,
+                 float *C, int64_t ldc, const GemmOptions &options = {});
+
+// op(B), K x N, packed once for one ISA; as PackedA otherwise.
+class PackedB {
+public:
+  PackedB() = default;
+  static PackedB pack(bool transB, int64_t K, int64_t N, const float *B, int64_t ldb,
+                      GemmIsa isa = GemmIsa::kAuto);
+  int64_t depth() const { return K_; }
+  int64_t cols() const { return N_; }
+  GemmIsa isa() const { return isa_; }
+  const float *data() const { return data_.get(); }
+  size_t bytes() const { return bytes_; }
+
+private:
+  std::unique_ptr<float[], detail::AlignedFree> data_;
+  int64_t K_ = 0, N_ = 0;
+  size_t bytes_ = 0;
+  GemmIsa isa_ = GemmIsa::kPortable;
+};
+
+// C = alpha * op(A) * B + beta * C with a pre-packed B (K x N); A is M x K
+// (K x M when transA). As sgemm otherwise.
+void sgemmPackedB(bool transA, int64_t M, float alpha, const float *A, int64_t lda,
+                  const PackedB &B, float beta, float *C, int64_t ldc,
+                  const GemmOptions &options = {});
 
 } // namespace kiln::kernels

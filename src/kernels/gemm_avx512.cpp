@@ -1,8 +1,11 @@
-// AVX-512 microkernel: 14 x 32 tile in 28 zmm accumulators; per k step two
-// B loads and 14 broadcast-FMA pairs (the broadcasts fold into the FMAs'
-// memory operands), so 28 FMAs per 2 loads keep both FMA ports busy.
-// Compiled with -mavx512f -mavx512vl -mfma; called only after the driver
-// checked the CPU (see gemm_microkernel.h for why nothing else is included).
+// AVX-512 microkernels: h x 32 tiles, h = 1..14, in 2h zmm accumulators; per
+// k step two B loads and h broadcast-FMA pairs (the broadcasts fold into the
+// FMAs' memory operands), so at h = 14, 28 FMAs per 2 loads keep both FMA
+// ports busy. The driver splits M into panels of nearly equal height (16
+// rows = 8 + 8, not 14 + 2), so the short kernels still have >= 8
+// independent accumulator chains for most shapes. Compiled with -mavx512f
+// -mavx512vl -mfma; called only after the driver checked the CPU (see
+// gemm_microkernel.h for why nothing else is included).
 #include "kernels/gemm_microkernel.h"
 
 #include <immintrin.h>
@@ -13,22 +16,21 @@ namespace {
 constexpr int kMr = 14;
 constexpr int kNr = 32;
 
-__attribute__((always_inline)) inline __m512 finish(__m512 acc, const float *c, float beta,
-                                                    __m512 vbeta, __m512 bias, bool relu) {
+__attribute__((always_inline)) inline __m512 finish(__m512 acc, __mmask16 m, const float *c,
+                                                    float beta, __m512 vbeta) {
   if (beta == 1.0f)
-    acc = _mm512_add_ps(acc, _mm512_loadu_ps(c));
+    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, c));
   else if (beta != 0.0f)
-    acc = _mm512_fmadd_ps(vbeta, _mm512_loadu_ps(c), acc);
-  acc = _mm512_add_ps(acc, bias);
-  if (relu) acc = _mm512_max_ps(acc, _mm512_setzero_ps());
+    acc = _mm512_fmadd_ps(vbeta, _mm512_maskz_loadu_ps(m, c), acc);
   return acc;
 }
 
-void kernel14x32(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-                 const float *bias, bool relu) {
-  __m512 acc[kMr][2];
+template <int H>
+void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
+            int64_t cols) {
+  __m512 acc[H][2];
 #pragma GCC unroll 14
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < H; ++i) {
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     // C rows are read (beta != 0) and written after the k loop: start
     // their lines on the way now (rows ldc apart often alias in L1).
@@ -41,37 +43,39 @@ void kernel14x32(int64_t kc, const float *pa, const float *pb, float *c, int64_t
     __m512 b1 = _mm512_load_ps(pb + 16);
     _mm_prefetch(reinterpret_cast<const char *>(pb + 8 * kNr), _MM_HINT_T0);
 #pragma GCC unroll 14
-    for (int i = 0; i < kMr; ++i) {
+    for (int i = 0; i < H; ++i) {
       __m512 a = _mm512_set1_ps(pa[i]);
       acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
     }
-    pa += kMr;
+    pa += H;
     pb += kNr;
   }
-  __m512 vbeta = _mm512_set1_ps(beta);
-  __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
-  __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+  const __m512 vbeta = _mm512_set1_ps(beta);
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32   ? __mmask16(0xFFFF)
+                       : cols <= 16 ? __mmask16(0)
+                                    : __mmask16((1u << (cols - 16)) - 1);
 #pragma GCC unroll 14
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < H; ++i) {
     float *ci = c + i * ldc;
-    _mm512_storeu_ps(ci, finish(acc[i][0], ci, beta, vbeta, bias0, relu));
-    _mm512_storeu_ps(ci + 16, finish(acc[i][1], ci + 16, beta, vbeta, bias1, relu));
+    _mm512_mask_storeu_ps(ci, m0, finish(acc[i][0], m0, ci, beta, vbeta));
+    _mm512_mask_storeu_ps(ci + 16, m1, finish(acc[i][1], m1, ci + 16, beta, vbeta));
   }
 }
 
-// Row-major A into 14-tall micro-panels: one 14-lane gather and one masked
-// store per k instead of 14 scalar stores (packing A is ~10% of a 256^3
+// Row-major A into an h-tall micro-panel: one h-lane gather and one masked
+// store per k instead of h scalar stores (packing A is ~10% of a 256^3
 // product with scalar stores).
-void packA14(const float *a, int64_t lda, int64_t kc, float alpha, float *dst) {
+void packA(const float *a, int64_t lda, int64_t kc, int h, float alpha, float *dst) {
   const __m512i rows =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0),
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(int(lda)));
-  const __mmask16 mask = (1u << kMr) - 1;
+  const __mmask16 mask = __mmask16((1u << h) - 1);
   const __m512 valpha = _mm512_set1_ps(alpha);
   for (int64_t k = 0; k < kc; ++k) {
     __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, rows, a + k, 4);
-    _mm512_mask_storeu_ps(dst + k * kMr, mask, _mm512_mul_ps(v, valpha));
+    _mm512_mask_storeu_ps(dst + k * h, mask, _mm512_mul_ps(v, valpha));
   }
 }
 
@@ -83,7 +87,14 @@ GemmKernelInfo gemmKernelAvx512() {
   // 1024^3) although the 64 KiB B micro-panel then streams from L2; the
   // 336 x 512 A block (672 KiB) leaves L2 room for it. kc in {128..1024} and
   // mc in {252..1008} were tried.
-  return {kMr, kNr, 512, 336, 4096, kernel14x32, packA14};
+  return {kMr,
+          kNr,
+          512,
+          336,
+          4096,
+          {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>, kernel<7>,
+           kernel<8>, kernel<9>, kernel<10>, kernel<11>, kernel<12>, kernel<13>, kernel<14>},
+          packA};
 }
 
 } // namespace kiln::kernels::detail

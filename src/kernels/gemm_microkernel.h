@@ -1,4 +1,4 @@
-// The contract between the GEMM driver (gemm.cpp) and the per-ISA
+// The contract between the GEMM driver (gemm_driver.cpp) and the per-ISA
 // microkernel files. Those files are compiled with ISA flags, so they include
 // nothing but this header and intrinsics: an inline std:: function emitted
 // there with AVX-512 instructions could be picked by the linker for the whole
@@ -9,22 +9,26 @@
 
 namespace kiln::kernels::detail {
 
-// Computes a full MR x NR tile: acc = sum_k pa[k*MR + i] * pb[k*NR + j]
-// (packed A and B micro-panels, zero-padded, 64-byte aligned), then
-// c[i*ldc + j] = acc + beta * c (c not read when beta == 0),
-// + bias[j] when bias != null, then max(., 0) when relu.
-using MicroKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
-                               float beta, const float *bias, bool relu);
+constexpr int kMaxMr = 16;
 
-// Packs one full MR-row micro-panel of a row-major (not transposed) A:
-// dst[k*MR + i] = alpha * a[i*lda + k] for i < MR, k < kc. Optional: the
+// Computes an h x NR tile, h fixed per function: acc = sum_k pa[k*h + i] *
+// pb[k*NR + j] (an h-row packed A micro-panel and a zero-padded, 64-byte
+// aligned NR-column packed B micro-panel), then c[i*ldc + j] = acc + beta *
+// c[i*ldc + j] for j < cols (1 <= cols <= NR; c is not read when beta == 0;
+// columns >= cols are not touched). Edge tiles are masked in the kernel, so
+// the driver never copies a tile through a temporary.
+using MicroKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
+                               float beta, int64_t cols);
+
+// Packs h <= mr rows of a row-major (not transposed) A into one micro-panel:
+// dst[k*h + i] = alpha * a[i*lda + k] for i < h, k < kc. Optional: the
 // driver's scalar packing is used when null or when 32-bit offsets overflow.
-using PackAFn = void (*)(const float *a, int64_t lda, int64_t kc, float alpha, float *dst);
+using PackAFn = void (*)(const float *a, int64_t lda, int64_t kc, int h, float alpha, float *dst);
 
 struct GemmKernelInfo {
-  int mr, nr;     // register tile
+  int mr, nr;     // largest register tile
   int kc, mc, nc; // cache blocking: mc x kc A block in L2, kc x nc B panel in L2/L3
-  MicroKernelFn kernel;
+  MicroKernelFn kernels[kMaxMr + 1]; // kernels[h] computes h rows, 1 <= h <= mr
   PackAFn packA = nullptr;
 };
 

@@ -1,4 +1,4 @@
-// Portable microkernel: plain C++ for any CPU (the compiler vectorizes the
+// Portable microkernels: plain C++ for any CPU (the compiler vectorizes the
 // j loop with the baseline ISA). The fallback and the cross-check for the
 // ISA-specific kernels.
 #include "kernels/gemm_microkernel.h"
@@ -9,33 +9,28 @@ namespace {
 constexpr int kMr = 4;
 constexpr int kNr = 16;
 
-void kernel4x16(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-                const float *bias, bool relu) {
-  float acc[kMr][kNr] = {};
+template <int H>
+void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
+            int64_t cols) {
+  float acc[H][kNr] = {};
   for (int64_t k = 0; k < kc; ++k) {
-    for (int i = 0; i < kMr; ++i) {
+    for (int i = 0; i < H; ++i) {
       float a = pa[i];
       for (int j = 0; j < kNr; ++j) acc[i][j] += a * pb[j];
     }
-    pa += kMr;
+    pa += H;
     pb += kNr;
   }
-  for (int i = 0; i < kMr; ++i) {
+  for (int i = 0; i < H; ++i) {
     float *ci = c + i * ldc;
-    for (int j = 0; j < kNr; ++j) {
-      float v = acc[i][j];
-      if (beta != 0.0f) v += beta * ci[j];
-      if (bias) v += bias[j];
-      if (relu && v < 0.0f) v = 0.0f;
-      ci[j] = v;
-    }
+    for (int64_t j = 0; j < cols; ++j) ci[j] = beta != 0.0f ? acc[i][j] + beta * ci[j] : acc[i][j];
   }
 }
 
 } // namespace
 
 GemmKernelInfo gemmKernelPortable() {
-  return {kMr, kNr, 256, 256, 4096, kernel4x16};
+  return {kMr, kNr, 256, 256, 4096, {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>}};
 }
 
 } // namespace kiln::kernels::detail

@@ -2,6 +2,7 @@
 
 #include "lower/elementwise_ops.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace kiln::lower {
@@ -9,23 +10,24 @@ namespace kiln::lower {
 namespace {
 
 // Step 1: for output dim k, does an input of shape `in` (right-aligned)
-// vary along it? nullopt when it cannot be decided statically.
-std::optional<bool> variesAlong(const Shape &in, const Shape &out, int k) {
+// vary along it? An input dim that is statically 1 broadcasts; any other
+// dim is taken to vary with the output. When either dim is unknown that is
+// a speculation, which the executor checks on every run (checkShapes) and
+// answers with the interpreter when it fails.
+bool variesAlong(const Shape &in, const Shape &out, int k) {
   const int offset = out.rank() - in.rank();
   if (k < offset) return false;
   const Dim &d = in.dims[k - offset];
-  const Dim &o = out.dims[k];
-  if (d.isStatic() && d.value() == 1) return o.isStatic() && o.value() == 1 ? false : false;
-  if (d.isStatic() && o.isStatic() && d.value() == o.value()) return true;
-  if (d.isSymbol() && o.isSymbol() && d.symbolName() == o.symbolName()) return true;
-  return std::nullopt;
+  return !(d.isStatic() && d.value() == 1);
 }
 
-bool sameShape(const Shape &a, const Shape &b) {
+// Same rank, and no two dims that are known to differ.
+bool compatibleShapes(const Shape &a, const Shape &b) {
   if (!a.rankKnown || !b.rankKnown || a.rank() != b.rank()) return false;
   for (int i = 0; i < a.rank(); ++i) {
     const Dim &x = a.dims[i], &y = b.dims[i];
-    if (x.isUnknown() || y.isUnknown() || !(x == y)) return false;
+    if (x.isUnknown() || y.isUnknown()) continue;
+    if (!(x == y)) return false;
   }
   return true;
 }
@@ -54,6 +56,30 @@ Status ElementwiseKernel::checkShapes(const std::vector<Shape64> &inputShapes,
       }
   }
   return Status::success();
+}
+
+bool ElementwiseKernel::shapesHold(const std::vector<Shape64> &inputShapes,
+                                   const Shape64 &outShape) const {
+  std::vector<Shape64> values(inputShapes);
+  for (const std::vector<int> &operands : nodeOperands_) {
+    // Elementwise ops broadcast all their inputs (numpy rules).
+    size_t rank = 0;
+    for (int v : operands) rank = std::max(rank, values[v].size());
+    Shape64 shape(rank, 1);
+    for (int v : operands) {
+      const Shape64 &s = values[v];
+      for (size_t i = 0; i < s.size(); ++i) {
+        int64_t &d = shape[rank - s.size() + i];
+        if (s[i] == d || s[i] == 1) continue;
+        if (d != 1) return false;
+        d = s[i];
+      }
+    }
+    values.push_back(std::move(shape));
+  }
+  for (int v : outputValues_)
+    if (values[v] != outShape) return false;
+  return checkShapes(inputShapes, outShape).ok();
 }
 
 std::vector<int64_t> ElementwiseKernel::loopExtents(const Shape64 &outShape) const {
@@ -91,7 +117,7 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
   if (group.outputs.empty()) return makeError("elementwise group without outputs");
   const Shape &out = group.outputs[0]->type().shape();
   for (const Value *o : group.outputs)
-    if (!sameShape(o->type().shape(), out))
+    if (!compatibleShapes(o->type().shape(), out))
       return makeError("elementwise group outputs differ in shape");
   for (const Node *n : group.nodes)
     if (!canLowerElementwise(*n))
@@ -112,13 +138,7 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
     const Type &t = group.inputs[j]->type();
     if (!t.isTensor() || !t.shape().rankKnown || t.shape().rank() > out.rank())
       return makeError("input '", group.inputs[j]->name(), "' cannot broadcast statically");
-    for (int k : kept) {
-      std::optional<bool> v = variesAlong(t.shape(), out, k);
-      if (!v)
-        return makeError("input '", group.inputs[j]->name(), "' of shape ", t.shape().str(),
-                         " may or may not broadcast to ", out.str());
-      pattern[j].push_back(*v);
-    }
+    for (int k : kept) pattern[j].push_back(variesAlong(t.shape(), out, k));
   }
   ek.full_.assign(group.inputs.size(), {});
   for (size_t i = 0; i < kept.size(); ++i) {
@@ -174,7 +194,27 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
     return a;
   };
 
-  // Step 4: the body.
+  // Step 4: the body (and the shape program of shapesHold).
+  std::unordered_map<const Value *, int> valueIndex;
+  for (size_t j = 0; j < group.inputs.size(); ++j) valueIndex[group.inputs[j]] = int(j);
+  for (const Node *n : group.nodes) {
+    std::vector<int> operands;
+    for (const Value *v : n->inputs()) {
+      if (!v) continue;
+      auto it = valueIndex.find(v);
+      if (it == valueIndex.end())
+        return makeError(n->describe(), ": input '", v->name(), "' is not in the group");
+      operands.push_back(it->second);
+    }
+    ek.nodeOperands_.push_back(std::move(operands));
+    const int index = static_cast<int>(valueIndex.size());
+    valueIndex[n->output(0)] = index;
+  }
+  for (const Value *o : group.outputs) {
+    auto it = valueIndex.find(o);
+    if (it == valueIndex.end()) return makeError("group output '", o->name(), "' is not computed");
+    ek.outputValues_.push_back(it->second);
+  }
   std::unordered_map<const Value *, int> ssa;
   for (size_t j = 0; j < group.inputs.size(); ++j)
     ssa[group.inputs[j]] = b.load(static_cast<int>(j), indexOf(j, ek.kernelFull_[j][nl - 1]));

@@ -6,9 +6,10 @@
 //   1. The iteration space is the group's output shape. For every group
 //      input (right-aligned, numpy broadcasting) and output dim, decide
 //      statically whether the input varies along it ("full": its dim is the
-//      same number or the same symbol) or is broadcast (its dim is 1).
-//      Anything else (an unknown dim that might or might not broadcast) is
-//      not lowered.
+//      same number or the same symbol) or is broadcast (its dim is 1). An
+//      unknown dim is speculated to vary; shapesHold() checks the guess on
+//      every run and the executor falls back to the interpreter when it is
+//      wrong.
 //   2. Output dims that are statically 1 are dropped; adjacent dims along
 //      which every input has the same full/broadcast pattern are merged, so
 //      a same-shape chain becomes one flat loop and a per-channel bias over
@@ -48,6 +49,10 @@ public:
   // (full inputs match the output dim, broadcast ones are 1), so a symbol
   // bound inconsistently is an error, not a wrong answer.
   Status checkShapes(const std::vector<Shape64> &inputShapes, const Shape64 &outShape) const;
+  // The full check of one run: propagates the concrete input shapes through
+  // the group's nodes, and holds when every group output has the iteration
+  // shape `outShape` (the broadcast of all inputs) and checkShapes passes.
+  bool shapesHold(const std::vector<Shape64> &inputShapes, const Shape64 &outShape) const;
   // Extents of the merged loops (step 2 of the header) for an output shape.
   std::vector<int64_t> loopExtents(const Shape64 &outShape) const;
   // One merged loop: the kernel itself is [blocks, block] (step 3).
@@ -65,6 +70,11 @@ private:
   std::vector<std::vector<bool>> full_;    // per input, per merged loop
   std::vector<std::vector<bool>> kernelFull_; // per input, per kernel loop
   size_t numOutputs_ = 0;
+  // The group as a shape program: node i reads values nodeOperands_[i]
+  // (group inputs are values 0..n-1, node i's result is value n+i);
+  // outputValues_ are the values stored.
+  std::vector<std::vector<int>> nodeOperands_;
+  std::vector<int> outputValues_;
   int outRank_ = 0;
 };
 

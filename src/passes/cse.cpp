@@ -8,7 +8,10 @@
 //         the node holding the region), its outputs' uses go to the earlier
 //         node's outputs and it is erased. Constants with identical tensors
 //         (dtype, shape and bytes) merge this way. Nodes with regions and
-//         random ops are never merged. The model stays sorted and valid.
+//         random ops are never merged. Graph outputs keep their names: the
+//         earlier node's result takes the name of an output it replaces, and
+//         where it cannot (it is an output too, or a value of another graph)
+//         both nodes stay. The model stays sorted and valid.
 //
 // Algorithm:
 //  1. Walk the top-level graph in order with a stack of scopes, each a hash
@@ -112,9 +115,10 @@ public:
       for (Graph *r : n->regions()) runOn(*r);
       if (!mergeable(*n)) continue;
       size_t h = hashNode(*n);
-      if (Node *same = find(*n, h)) {
+      Node *same = find(*n, h);
+      if (same && keepsOutputNames(*n, *same)) {
         for (int i = 0; i < n->numOutputs(); ++i)
-          replaceAllUsesWith(top_, n->output(i), same->output(i));
+          replaceKeepingOutputName(top_, n->output(i), same->output(i));
         graph.eraseNode(n);
         changed_ = true;
       } else {
@@ -126,6 +130,13 @@ public:
   }
 
 private:
+  // Two graph outputs cannot become one value: they would lose a name.
+  bool keepsOutputNames(const Node &n, const Node &same) {
+    for (int i = 0; i < n.numOutputs(); ++i)
+      if (!outputNameKept(top_, n.output(i), same.output(i))) return false;
+    return true;
+  }
+
   Node *find(const Node &n, size_t h) {
     for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
       auto [lo, hi] = scope->equal_range(h);

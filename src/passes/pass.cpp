@@ -13,6 +13,14 @@ namespace kiln {
 std::unique_ptr<Pass> createDcePass();
 std::unique_ptr<Pass> createCsePass();
 std::unique_ptr<Pass> createFoldConstantsPass();
+std::unique_ptr<Pass> createCanonicalizePass();
+std::unique_ptr<Pass> createFuseBatchnormPass();
+std::unique_ptr<Pass> createRecognizeLayerNormPass();
+std::unique_ptr<Pass> createRecognizeGeluPass();
+std::unique_ptr<Pass> createRecognizeHardSwishPass();
+std::unique_ptr<Pass> createRecognizeSoftmaxPass();
+std::unique_ptr<Pass> createFuseEpiloguesPass();
+std::unique_ptr<Pass> createFuseElementwisePass();
 
 namespace {
 
@@ -21,9 +29,17 @@ using PassFactory = std::unique_ptr<Pass> (*)();
 // Every pass, once. The name comes from the pass itself, so it cannot drift.
 const std::vector<PassFactory> &registry() {
   static const std::vector<PassFactory> factories = {
+      createCanonicalizePass,
       createFoldConstantsPass,
       createCsePass,
       createDcePass,
+      createFuseBatchnormPass,
+      createRecognizeLayerNormPass,
+      createRecognizeGeluPass,
+      createRecognizeHardSwishPass,
+      createRecognizeSoftmaxPass,
+      createFuseEpiloguesPass,
+      createFuseElementwisePass,
   };
   return factories;
 }

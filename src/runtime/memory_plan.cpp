@@ -2,24 +2,31 @@
 
 #include <algorithm>
 #include <cassert>
-#include <limits>
 #include <utility>
 
 namespace kiln::runtime {
 namespace {
 
-// Refinement rounds after the greedy-by-size pass, and the work (conflicts
-// visited) after which refinement stops, so a dense plan, where one pass is
-// already expensive, is not repeated. See the header for why refine at all.
+// Refinement after the greedy-by-size pass (see the header): at most this many
+// rounds, and at most this much work in all (buffers placed plus conflicts
+// visited), so a large graph gets the few rounds it can afford and the planner
+// stays within a few milliseconds.
 constexpr int kRefineRounds = 32;
-constexpr int64_t kRefineWork = int64_t(1) << 22;
+constexpr int64_t kRefineWork = int64_t(1) << 17;
 // Per round: buffers that ended above the lower bound move up in the order by
-// this factor, and every priority is shaken by +-10% so that rounds explore
-// orders instead of cycling between two.
+// this factor, and their priorities and their conflicts' are shaken by +-10%
+// so that rounds explore new orders there instead of cycling between two.
+// Only that neighbourhood changes: shaking every buffer would spoil the parts
+// of the plan that already fit (on long chains it never converged).
 constexpr double kPromote = 1.5;
 constexpr double kJitter = 0.1;
+// Conflict lists beyond this many entries (4 bytes each) are not built: such a
+// dense plan is placed once, walking all placed buffers in offset order.
+constexpr int64_t kMaxConflictEntries = int64_t(1) << 22;
 
-int64_t alignUp(int64_t x, int64_t alignment) { return (x + alignment - 1) / alignment * alignment; }
+int64_t alignUp(int64_t x, int64_t alignment) {
+  return (x + alignment - 1) / alignment * alignment;
+}
 
 // splitmix64: a fixed, portable generator, so a plan never differs between
 // runs or standard libraries.
@@ -28,6 +35,10 @@ double uniform01(uint64_t &state) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return double((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+bool liveTogether(const BufferLifetime &a, const BufferLifetime &b) {
+  return a.firstStep <= b.lastStep && b.firstStep <= a.lastStep;
 }
 
 // The most aligned bytes live at any one step: a sweep over start and end
@@ -48,93 +59,131 @@ int64_t liveBytesPeak(const std::vector<BufferLifetime> &buffers,
   return peak;
 }
 
-// Answers "which placed buffers are live at some step of [first, last]" in
-// O((k + 1) log n) for k answers, so a placement costs what its conflicts
-// cost rather than a walk over every placed buffer (which made long chains
-// quadratic). Buffers sit in first-step order under a max-tree of their last
-// steps, unplaced ones holding -inf: buffer j conflicts iff firstStep_j <=
-// last (a prefix of the order) and lastStep_j >= first (the tree prunes).
-class LiveIndex {
+// Who is live together with whom, as adjacency lists: the neighbours of
+// buffer i are list[start[i] .. start[i + 1]). Built once, so each placement
+// visits only its own conflicts (a handful in chain-like graphs).
+struct ConflictLists {
+  std::vector<uint32_t> start, list;
+};
+
+// Calls pair(a, b) for every two buffers of `ids` live at a common step, by a
+// sweep in first-step order; gives up (returns false) past maxPairs pairs.
+template <typename Pair>
+bool forEachLivePair(const std::vector<BufferLifetime> &buffers, const std::vector<uint32_t> &ids,
+                     int64_t maxPairs, Pair &&pair) {
+  std::vector<uint32_t> active;
+  int64_t pairs = 0;
+  for (uint32_t i : ids) {
+    std::erase_if(active, [&](uint32_t j) { return buffers[j].lastStep < buffers[i].firstStep; });
+    if ((pairs += int64_t(active.size())) > maxPairs) return false;
+    for (uint32_t j : active) pair(i, j);
+    active.push_back(i);
+  }
+  return true;
+}
+
+bool buildConflictLists(const std::vector<BufferLifetime> &buffers, std::vector<uint32_t> ids,
+                        ConflictLists &out) {
+  std::sort(ids.begin(), ids.end(),
+            [&](uint32_t a, uint32_t b) { return buffers[a].firstStep < buffers[b].firstStep; });
+  std::vector<uint32_t> count(buffers.size() + 1, 0);
+  if (!forEachLivePair(buffers, ids, kMaxConflictEntries / 2, [&](uint32_t a, uint32_t b) {
+        ++count[a];
+        ++count[b];
+      }))
+    return false;
+  out.start.assign(buffers.size() + 1, 0);
+  for (size_t i = 0; i < buffers.size(); ++i) out.start[i + 1] = out.start[i] + count[i];
+  out.list.resize(out.start.back());
+  std::vector<uint32_t> cursor(out.start.begin(), out.start.end() - 1);
+  forEachLivePair(buffers, ids, kMaxConflictEntries / 2, [&](uint32_t a, uint32_t b) {
+    out.list[cursor[a]++] = b;
+    out.list[cursor[b]++] = a;
+  });
+  return true;
+}
+
+// One greedy pass: places the buffers in `order`, each at the lowest offset
+// where it fits between the placed buffers it is live with (gaps included).
+class Placer {
 public:
-  LiveIndex(const std::vector<BufferLifetime> &buffers, std::vector<uint32_t> ids)
-      : byFirst_(std::move(ids)), leafOf_(buffers.size()) {
-    std::sort(byFirst_.begin(), byFirst_.end(), [&](uint32_t a, uint32_t b) {
-      return buffers[a].firstStep < buffers[b].firstStep;
-    });
-    for (uint32_t id : byFirst_) firsts_.push_back(buffers[id].firstStep);
-    while (leaves_ < byFirst_.size()) leaves_ *= 2;
-    for (size_t k = 0; k < byFirst_.size(); ++k) leafOf_[byFirst_[k]] = leaves_ + k;
-  }
+  Placer(const std::vector<BufferLifetime> &buffers, const std::vector<int64_t> &sizes,
+         const ConflictLists *lists)
+      : buffers_(buffers), sizes_(sizes), lists_(lists), placed_(buffers.size()) {}
 
-  void clear() { maxLast_.assign(2 * leaves_, kUnplaced); }
-
-  void place(uint32_t id, int32_t lastStep) {
-    for (size_t node = leafOf_[id]; node >= 1 && maxLast_[node] < lastStep; node /= 2)
-      maxLast_[node] = lastStep;
-  }
-
-  template <typename Visit> void forEachConflict(int32_t first, int32_t last, Visit &&visit) {
-    size_t limit = size_t(std::upper_bound(firsts_.begin(), firsts_.end(), last) - firsts_.begin());
-    stack_.assign(1, {1, 0, leaves_});
-    while (!stack_.empty()) {
-      Range r = stack_.back();
-      stack_.pop_back();
-      if (r.lo >= limit || maxLast_[r.node] < first) continue;
-      if (r.hi - r.lo == 1) {
-        visit(byFirst_[r.lo]);
-        continue;
-      }
-      size_t mid = (r.lo + r.hi) / 2;
-      stack_.push_back({2 * r.node + 1, mid, r.hi});
-      stack_.push_back({2 * r.node, r.lo, mid});
+  // Fills offsets[i] for every i in `order`; returns the arena it needs.
+  int64_t run(const std::vector<uint32_t> &order, std::vector<int64_t> &offsets) {
+    std::fill(placed_.begin(), placed_.end(), false);
+    byOffset_.clear();
+    int64_t arena = 0;
+    for (uint32_t i : order) {
+      int64_t offset = lists_ ? lowestFitSparse(i, offsets) : lowestFitDense(i, offsets);
+      offsets[i] = offset;
+      placed_[i] = true;
+      arena = std::max(arena, offset + sizes_[i]);
     }
+    return arena;
   }
 
 private:
-  struct Range {
-    size_t node, lo, hi; // tree node covering leaves [lo, hi)
-  };
-  static constexpr int64_t kUnplaced = std::numeric_limits<int64_t>::min();
-  std::vector<uint32_t> byFirst_;
-  std::vector<int32_t> firsts_;
-  std::vector<size_t> leafOf_; // buffer id -> tree node
-  std::vector<int64_t> maxLast_;
-  size_t leaves_ = 1;
-  std::vector<Range> stack_;
+  // Sorts the few placed conflicts by offset; in that order the first gap
+  // that fits is the lowest one.
+  int64_t lowestFitSparse(uint32_t i, const std::vector<int64_t> &offsets) {
+    spans_.clear();
+    for (uint32_t k = lists_->start[i]; k < lists_->start[i + 1]; ++k) {
+      uint32_t j = lists_->list[k];
+      if (placed_[j]) spans_.push_back({offsets[j], offsets[j] + sizes_[j]});
+    }
+    std::sort(spans_.begin(), spans_.end());
+    int64_t offset = 0;
+    for (auto [begin, end] : spans_) {
+      if (begin >= offset + sizes_[i]) break;
+      offset = std::max(offset, end);
+    }
+    return offset;
+  }
+
+  // Dense plans: walks every placed buffer, kept in offset order, skipping
+  // those not live with i; no per-placement sort, so O(n) a placement.
+  int64_t lowestFitDense(uint32_t i, const std::vector<int64_t> &offsets) {
+    int64_t offset = 0;
+    for (uint32_t j : byOffset_) {
+      if (!liveTogether(buffers_[i], buffers_[j])) continue;
+      if (offsets[j] >= offset + sizes_[i]) break;
+      offset = std::max(offset, offsets[j] + sizes_[j]);
+    }
+    auto at = std::upper_bound(byOffset_.begin(), byOffset_.end(), offset,
+                               [&](int64_t off, uint32_t j) { return off < offsets[j]; });
+    byOffset_.insert(at, i);
+    return offset;
+  }
+
+  const std::vector<BufferLifetime> &buffers_;
+  const std::vector<int64_t> &sizes_;
+  const ConflictLists *lists_; // null for a dense plan
+  std::vector<bool> placed_;
+  std::vector<std::pair<int64_t, int64_t>> spans_; // [offset, end) of placed conflicts
+  std::vector<uint32_t> byOffset_;                 // dense plans: placed buffers by offset
 };
 
-// One greedy pass: places the buffers in `order`, each at the lowest offset
-// where it fits between the placed buffers it conflicts with (gaps included).
-// Returns the arena it needs; `work` counts the conflicts visited.
-int64_t placeInOrder(const std::vector<BufferLifetime> &buffers, const std::vector<int64_t> &sizes,
-                     const std::vector<uint32_t> &order, LiveIndex &index,
-                     std::vector<int64_t> &offsets, int64_t &work) {
-  struct Span {
-    int64_t offset, end;
+// Orders buffers by priority, highest first; ties go to the earlier first
+// step, then to request order, so plans are deterministic.
+void sortByPriority(std::vector<uint32_t> &order, const std::vector<double> &priority,
+                    const std::vector<BufferLifetime> &buffers) {
+  struct Key {
+    double priority;
+    int32_t firstStep;
+    uint32_t id;
   };
-  std::vector<Span> conflicts;
-  int64_t arena = 0;
-  index.clear();
-  for (uint32_t i : order) {
-    const BufferLifetime &b = buffers[i];
-    conflicts.clear();
-    index.forEachConflict(b.firstStep, b.lastStep, [&](uint32_t j) {
-      conflicts.push_back({offsets[j], offsets[j] + sizes[j]});
-    });
-    work += int64_t(conflicts.size()) + 1;
-    std::sort(conflicts.begin(), conflicts.end(),
-              [](const Span &x, const Span &y) { return x.offset < y.offset; });
-    // In offset order the first gap that fits is the lowest one.
-    int64_t offset = 0;
-    for (const Span &c : conflicts) {
-      if (c.offset >= offset + sizes[i]) break;
-      offset = std::max(offset, c.end);
-    }
-    offsets[i] = offset;
-    index.place(i, b.lastStep);
-    arena = std::max(arena, offset + sizes[i]);
-  }
-  return arena;
+  std::vector<Key> keys;
+  keys.reserve(order.size());
+  for (uint32_t i : order) keys.push_back({priority[i], buffers[i].firstStep, i});
+  std::sort(keys.begin(), keys.end(), [](const Key &a, const Key &b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.firstStep != b.firstStep) return a.firstStep < b.firstStep;
+    return a.id < b.id;
+  });
+  for (size_t k = 0; k < keys.size(); ++k) order[k] = keys[k].id;
 }
 
 } // namespace
@@ -155,34 +204,38 @@ MemoryPlan planMemory(const std::vector<BufferLifetime> &buffers, int64_t alignm
   }
   plan.lowerBound = liveBytesPeak(buffers, sizes);
 
-  // Round 0 is plain greedy by size: priority = size; ties go to the earlier
-  // first step, then to request order, so plans are deterministic.
-  std::vector<double> priority(sizes.begin(), sizes.end());
-  auto sortByPriority = [&] {
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      if (priority[a] != priority[b]) return priority[a] > priority[b];
-      if (buffers[a].firstStep != buffers[b].firstStep)
-        return buffers[a].firstStep < buffers[b].firstStep;
-      return a < b;
-    });
-  };
-  LiveIndex index(buffers, order);
-  std::vector<int64_t> offsets(n, 0);
-  int64_t work = 0;
-  sortByPriority();
-  plan.arenaBytes = placeInOrder(buffers, sizes, order, index, offsets, work);
-  plan.offsets = offsets;
+  ConflictLists lists;
+  bool sparse = buildConflictLists(buffers, order, lists);
+  Placer placer(buffers, sizes, sparse ? &lists : nullptr);
 
+  // Round 0: plain greedy by size.
+  std::vector<double> priority(sizes.begin(), sizes.end());
+  sortByPriority(order, priority, buffers);
+  plan.arenaBytes = placer.run(order, plan.offsets);
+
+  // Refinement rounds ("squeaky wheel"), while a better plan may exist and
+  // the work budget lasts; the best plan found is kept.
+  int64_t passWork = int64_t(order.size() + lists.list.size());
+  int rounds =
+      sparse ? int(std::min<int64_t>(kRefineRounds, kRefineWork / std::max<int64_t>(passWork, 1)))
+             : 0;
+  std::vector<int64_t> offsets = plan.offsets;
+  std::vector<char> hot(n); // 2: ended above the lower bound; 1: live with such a buffer
   uint64_t rng = 0;
-  for (int round = 0; round < kRefineRounds && plan.arenaBytes > plan.lowerBound &&
-                      work < kRefineWork;
-       ++round) {
+  for (int round = 0; round < rounds && plan.arenaBytes > plan.lowerBound; ++round) {
+    std::fill(hot.begin(), hot.end(), 0);
     for (uint32_t i : order) {
-      if (offsets[i] + sizes[i] > plan.lowerBound) priority[i] *= kPromote;
-      priority[i] *= 1.0 + kJitter * (2.0 * uniform01(rng) - 1.0);
+      if (offsets[i] + sizes[i] <= plan.lowerBound) continue;
+      hot[i] = 2;
+      for (uint32_t k = lists.start[i]; k < lists.start[i + 1]; ++k)
+        hot[lists.list[k]] = std::max<char>(hot[lists.list[k]], 1);
     }
-    sortByPriority();
-    int64_t arena = placeInOrder(buffers, sizes, order, index, offsets, work);
+    for (uint32_t i : order) {
+      if (hot[i] == 2) priority[i] *= kPromote;
+      if (hot[i]) priority[i] *= 1.0 + kJitter * (2.0 * uniform01(rng) - 1.0);
+    }
+    sortByPriority(order, priority, buffers);
+    int64_t arena = placer.run(order, offsets);
     if (arena < plan.arenaBytes) {
       plan.arenaBytes = arena;
       plan.offsets = offsets;

@@ -6,7 +6,7 @@
 //
 // Algorithm: "greedy by size" (Pisarchyk & Lee, "Efficient Memory Management
 // for Deep Neural Net Inference", 2020; TFLite's arena planner works the same
-// way):
+// way), then a few rounds that repair where it falls short:
 //   1. Round every size up to the alignment, so that the end of a placed
 //      buffer is itself a valid offset and gaps are measured exactly.
 //   2. Order the buffers by size, largest first (ties: earlier first step,
@@ -15,16 +15,24 @@
 //      placed buffers whose lifetimes overlap its own; gaps left between
 //      placed buffers are reused, and buffers with disjoint lifetimes may
 //      share addresses freely.
+//   4. While the arena exceeds the lower bound, re-run step 3 with the buffers
+//      that ended above the bound moved earlier in the order (and the order
+//      around them shaken a little), keeping the best plan: "squeaky wheel"
+//      optimization (Joslin & Clements, 1999). Rounds stop at the bound, after
+//      32 rounds, or when a work budget is spent.
 //
 // Why this heuristic: the optimal plan is NP-hard (dynamic storage
 // allocation), but the peak is set by the large buffers, and placing them
 // first packs them tightly while the small ones fill the holes between them.
-// On real networks the paper measures it within a few percent of the
-// lower bound (the most bytes ever live at one step), and the tests here hold
-// it within 1.3x on chain-like graphs. Each placement walks the placed buffers
-// in offset order, so the worst case is O(n^2): a few thousand buffers still
-// plan in about a millisecond, which matters because the executor re-plans
-// whenever input shapes change.
+// On real networks the paper reports it close to the lower bound (the most
+// bytes ever live at one step). On chains of buffers with unrelated
+// sizes, though, it strands small holes (measured: 1.09x the bound on
+// average, up to 1.36x); step 4 brings those to the bound in nearly every
+// case. A placement visits only the buffers it is live with (conflict lists
+// built once by a sweep), so a pass over thousands of buffers takes a millisecond
+// or two; a graph too dense for conflict lists is placed once, walking
+// all placed buffers (O(n^2)). Planning must be cheap: the executor
+// re-plans whenever input shapes change.
 //
 // Thread safety: planMemory is a pure function.
 #pragma once

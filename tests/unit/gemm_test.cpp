@@ -1,6 +1,7 @@
 // kernels::sgemm against a naive float64-accumulated reference: many shapes
-// (edge tiles, vectors, K slices), transposes, alpha/beta, the epilogue, on
-// every ISA this CPU supports, with 1 and 2 threads.
+// (edge tiles, vectors, K slices), transposes, alpha/beta, the epilogue
+// (column bias + ReLU here; every kind in epilogue_test.cpp), pre-packed A
+// and B operands, on every ISA this CPU supports, with 1 and 2 threads.
 #include "kernels/gemm.h"
 #include "runtime/thread_pool.h"
 
@@ -16,11 +17,15 @@
 namespace kiln::kernels {
 namespace {
 
+// How the operands reach the GEMM.
+enum class Packing { kNone, kPackedA, kPackedB };
+
 struct Case {
   int64_t M, N, K;
   bool transA = false, transB = false;
   float alpha = 1.0f, beta = 0.0f;
   bool bias = false, relu = false;
+  bool rowBias = false;
 };
 
 std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
@@ -31,7 +36,7 @@ std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
 }
 
 // Runs one case with padded strides (lda > cols) so stride bugs show up.
-void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool) {
+void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool, Packing packing = Packing::kNone) {
   std::mt19937 rng(uint32_t(c.M * 131 + c.N * 17 + c.K));
   const int64_t aRows = c.transA ? c.K : c.M, aCols = c.transA ? c.M : c.K;
   const int64_t bRows = c.transB ? c.N : c.K, bCols = c.transB ? c.K : c.N;
@@ -40,6 +45,7 @@ void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool) {
   auto B = randomVector(size_t(bRows * ldb), rng);
   auto C = randomVector(size_t(c.M * ldc), rng);
   auto bias = randomVector(size_t(c.N), rng);
+  auto rowBias = randomVector(size_t(c.M), rng);
   if (c.beta == 0.0f) // beta == 0 must not read C
     for (int64_t i = 0; i < c.M; ++i)
       for (int64_t j = 0; j < c.N; ++j)
@@ -49,10 +55,19 @@ void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool) {
   GemmOptions opts;
   opts.pool = &pool;
   opts.isa = isa;
-  opts.epilogue.bias = c.bias ? bias.data() : nullptr;
-  opts.epilogue.activation = c.relu ? Activation::kRelu : Activation::kNone;
-  sgemm(c.transA, c.transB, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(),
-        ldc, opts);
+  if (c.bias) opts.epilogue.push({EpilogueKind::kAddColBias, 0, 0, bias.data()});
+  if (c.rowBias) opts.epilogue.push({EpilogueKind::kAddRowBias, 0, 0, rowBias.data()});
+  if (c.relu) opts.epilogue.push({EpilogueKind::kRelu});
+  if (packing == Packing::kPackedA) {
+    PackedA pa = PackedA::pack(c.transA, c.M, c.K, A.data(), lda, isa, c.alpha);
+    sgemmPacked(pa, c.transB, c.N, B.data(), ldb, c.beta, C.data(), ldc, opts);
+  } else if (packing == Packing::kPackedB) {
+    PackedB pb = PackedB::pack(c.transB, c.K, c.N, B.data(), ldb, isa);
+    sgemmPackedB(c.transA, c.M, c.alpha, A.data(), lda, pb, c.beta, C.data(), ldc, opts);
+  } else {
+    sgemm(c.transA, c.transB, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
+          C.data(), ldc, opts);
+  }
 
   const double tol = 1e-5 * std::sqrt(double(std::max<int64_t>(c.K, 1)));
   for (int64_t i = 0; i < c.M; ++i) {
@@ -74,11 +89,16 @@ void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool) {
         ref += bias[size_t(j)];
         scale += std::abs(bias[size_t(j)]);
       }
+      if (c.rowBias) {
+        ref += rowBias[size_t(i)];
+        scale += std::abs(rowBias[size_t(i)]);
+      }
       if (c.relu) ref = std::max(ref, 0.0);
       double got = C[size_t(i * ldc + j)];
       ASSERT_LE(std::abs(got - ref), tol * std::max(scale, 1.0))
           << gemmIsaName(isa) << " threads=" << pool.threads() << " M=" << c.M << " N=" << c.N
-          << " K=" << c.K << " tA=" << c.transA << " tB=" << c.transB << " at (" << i << "," << j
+          << " K=" << c.K << " tA=" << c.transA << " tB=" << c.transB
+          << " packing=" << int(packing) << " at (" << i << "," << j
           << ") got " << got << " want " << ref;
     }
     // Padding columns of C are never written.
@@ -101,7 +121,10 @@ std::vector<Case> shapes() {
                                                             {29, 65, 300},
                                                             {64, 64, 513},
                                                             {257, 511, 129},
-                                                            {100, 4100, 3}})
+                                                            {100, 4100, 3},
+                                                            {16, 70, 33},
+                                                            {32, 97, 1100},
+                                                            {45, 64, 576}})
     cases.push_back({m, n, k});
   for (bool ta : {false, true})
     for (bool tb : {false, true}) cases.push_back({37, 45, 61, ta, tb, 1.0f, 0.0f});
@@ -111,6 +134,7 @@ std::vector<Case> shapes() {
   cases.push_back({20, 40, 0, false, false, 1.0f, 0.5f, true, false}); // K == 0: beta*C + bias
   cases.push_back({20, 40, 10, false, false, 0.0f, 2.0f});             // alpha == 0
   cases.push_back({257, 70, 513, false, false, 1.0f, 0.0f, true, true});
+  cases.push_back({30, 50, 700, false, false, 1.0f, 0.0f, false, true, true});
   return cases;
 }
 
@@ -130,6 +154,16 @@ TEST_P(GemmTest, MatchesFloat64Reference) {
     check(c, isa, pool);
     if (HasFatalFailure()) return;
   }
+}
+
+TEST_P(GemmTest, PrePackedOperandsMatchFloat64Reference) {
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
+  for (Packing packing : {Packing::kPackedA, Packing::kPackedB})
+    for (const Case &c : shapes()) {
+      check(c, isa, pool, packing);
+      if (HasFatalFailure()) return;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(IsasAndThreads, GemmTest,

@@ -7,9 +7,11 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass.h"
+#include "passes/pipeline.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -52,7 +54,11 @@ void expectPassOutput(const std::string &pass, const std::string &testCase) {
 }
 
 TEST(PassRegistry, ListsEveryPassByItsName) {
-  EXPECT_EQ(allPassNames(), (std::vector<std::string>{"fold-constants", "cse", "dce"}));
+  EXPECT_EQ(allPassNames(),
+            (std::vector<std::string>{"canonicalize", "fold-constants", "cse", "dce",
+                                      "fuse-batchnorm", "recognize-layernorm", "recognize-gelu",
+                                      "recognize-hardswish", "recognize-softmax", "fuse-epilogues",
+                                      "fuse-elementwise"}));
   for (const std::string &name : allPassNames()) EXPECT_EQ(findPass(name)->name(), name);
   EXPECT_EQ(findPass("no-such-pass"), nullptr);
 }
@@ -61,7 +67,11 @@ TEST(PassPipeline, RejectsUnknownPassesListingTheAvailableOnes) {
   Model model;
   Status s = runPipeline(model, {"dce", "fold"});
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message, "unknown pass 'fold' (available: fold-constants, cse, dce)");
+  EXPECT_EQ(s.error().message.rfind("unknown pass 'fold' (available: canonicalize, fold-constants, "
+                                    "cse, dce, ",
+                                    0),
+            0u)
+      << s.error().message;
 }
 
 TEST(PassPipeline, PrintsAfterTheNamedPasses) {
@@ -74,6 +84,17 @@ TEST(PassPipeline, PrintsAfterTheNamedPasses) {
   ASSERT_TRUE(runPipeline(*model, {"cse", "dce"}, options).ok());
   EXPECT_EQ(out.str(),
             "// ----- after dce -----\nkiln.model\ngraph @main(%x: f32[2]) -> (%x) {\n}\n");
+}
+
+TEST(PassPipeline, LevelsGrowFromNothingAndNameRegisteredPasses) {
+  EXPECT_TRUE(pipelineForLevel(0).empty());
+  EXPECT_EQ(pipelineForLevel(1), (std::vector<std::string>{"canonicalize", "fold-constants", "dce"}));
+  for (int level = 1; level <= 3; ++level) {
+    std::vector<std::string> lower = pipelineForLevel(level - 1), passes = pipelineForLevel(level);
+    ASSERT_GE(passes.size(), lower.size());
+    EXPECT_TRUE(std::equal(lower.begin(), lower.end(), passes.begin())) << "-O" << level;
+    for (const std::string &name : passes) EXPECT_NE(findPass(name), nullptr) << name;
+  }
 }
 
 TEST(Dce, RemovesUnusedChains) {
@@ -104,6 +125,9 @@ TEST(Cse, DoesNotMergeRandomOps) {
 TEST(Cse, DoesNotMergeNodesWithRegions) {
   expectPassOutput("cse", "does_not_merge_nodes_with_regions");
 }
+TEST(Cse, DoesNotMergeTwoModelOutputs) {
+  expectPassOutput("cse", "does_not_merge_two_model_outputs");
+}
 
 TEST(FoldConstants, FoldsStaticShapeChains) {
   expectPassOutput("fold-constants", "folds_static_shape_chains");
@@ -125,6 +149,191 @@ TEST(FoldConstants, DoesNotFoldRandomOps) {
 }
 TEST(FoldConstants, DoesNotFoldNodesWithNonConstantInputs) {
   expectPassOutput("fold-constants", "does_not_fold_nodes_with_non_constant_inputs");
+}
+TEST(FoldConstants, FoldsStaticPartsOfSymbolicShapes) {
+  expectPassOutput("fold-constants", "folds_static_parts_of_symbolic_shapes");
+}
+TEST(FoldConstants, FoldsSmallSlicesOfSharedConstants) {
+  expectPassOutput("fold-constants", "folds_small_slices_of_shared_constants");
+}
+
+// The size rule needs constants over 16 KiB, too big to write as lit files:
+// these build the text with a generated hex blob and compare the result
+// printed with weights elided.
+std::string weightText(const std::string &name, int64_t rows, int64_t cols) {
+  static const char *digits = "0123456789abcdef";
+  std::string hex;
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    float v = static_cast<float>(i % 7) - 3.0f; // not a splat
+    unsigned char bytes[4];
+    std::memcpy(bytes, &v, 4);
+    for (unsigned char b : bytes) {
+      hex += digits[b >> 4];
+      hex += digits[b & 15];
+    }
+  }
+  std::string type = "f32[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+  return "  %" + name + " = Constant() {value = dense<" + type + "> hex\"" + hex + "\"} : " +
+         type + "\n";
+}
+
+std::string foldedWithWeightsElided(const std::string &text) {
+  auto model = parseModel(text, "size-rule");
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  if (!model.ok()) return "";
+  Status s = runPipeline(*model, {"fold-constants"});
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  PrintOptions options;
+  options.elideLargeConstants = true;
+  return printModel(*model, options);
+}
+
+// Silero's case: an LSTM weight [512,128] that the LSTM keeps reading is
+// sliced per gate into [128,128] (64 KiB): folding would copy it.
+TEST(FoldConstants, DoesNotDuplicateLargeSharedWeights) {
+  std::string text = "graph @main(%x: f32[512,128]) -> (%y, %z) {\n" + weightText("w", 512, 128) +
+                     "  %y = Add(%x, %w) : f32[512,128]\n"
+                     "  %start = Constant() {value = dense<i64[1]> [128]} : i64[1]\n"
+                     "  %end = Constant() {value = dense<i64[1]> [256]} : i64[1]\n"
+                     "  %axes = Constant() {value = dense<i64[1]> [0]} : i64[1]\n"
+                     "  %z = Slice(%w, %start, %end, %axes) : f32[128,128]\n"
+                     "}\n";
+  EXPECT_EQ(foldedWithWeightsElided(text),
+            "kiln.model\n"
+            "graph @main(%x: f32[512,128]) -> (%y, %z) {\n"
+            "  %w = Constant() {value = dense<f32[512,128]> elided} : f32[512,128]\n"
+            "  %y = Add(%x, %w) : f32[512,128]\n"
+            "  %start = Constant() {value = dense<i64[1]> [128]} : i64[1]\n"
+            "  %end = Constant() {value = dense<i64[1]> [256]} : i64[1]\n"
+            "  %axes = Constant() {value = dense<i64[1]> [0]} : i64[1]\n"
+            "  %z = Slice(%w, %start, %end, %axes) : f32[128,128]\n"
+            "}\n");
+}
+
+// Only the Transpose reads %w: the folded [160,128] takes the place of the
+// [128,160] it frees, so the model does not grow and the Transpose folds.
+TEST(FoldConstants, FoldsLargeResultsThatFreeTheirInputs) {
+  std::string text = "graph @main(%x: f32[2,160]) -> (%y) {\n" + weightText("w", 128, 160) +
+                     "  %t = Transpose(%w) : f32[160,128]\n"
+                     "  %y = MatMul(%x, %t) : f32[2,128]\n"
+                     "}\n";
+  EXPECT_EQ(foldedWithWeightsElided(text),
+            "kiln.model\n"
+            "graph @main(%x: f32[2,160]) -> (%y) {\n"
+            "  %t = Constant() {value = dense<f32[160,128]> elided} : f32[160,128]\n"
+            "  %y = MatMul(%x, %t) : f32[2,128]\n"
+            "}\n");
+}
+
+TEST(Canonicalize, CancelsSqueezeUnsqueezePairs) {
+  expectPassOutput("canonicalize", "cancels_squeeze_unsqueeze_pairs");
+}
+TEST(Canonicalize, KeepsModelOutputNames) {
+  expectPassOutput("canonicalize", "keeps_model_output_names");
+}
+TEST(Canonicalize, MergesReshapes) {
+  expectPassOutput("canonicalize", "merges_reshapes");
+}
+TEST(Canonicalize, MergesTransposes) {
+  expectPassOutput("canonicalize", "merges_transposes");
+}
+TEST(Canonicalize, RemovesIdentityAndInferenceDropout) {
+  expectPassOutput("canonicalize", "removes_identity_and_inference_dropout");
+}
+TEST(Canonicalize, RemovesNeutralArithmetic) {
+  expectPassOutput("canonicalize", "removes_neutral_arithmetic");
+}
+TEST(Canonicalize, RemovesNoopCasts) {
+  expectPassOutput("canonicalize", "removes_noop_casts");
+}
+TEST(Canonicalize, RemovesNoopExpandAndSingleConcat) {
+  expectPassOutput("canonicalize", "removes_noop_expand_and_single_concat");
+}
+TEST(Canonicalize, TurnsStaticViewsIntoReshape) {
+  expectPassOutput("canonicalize", "turns_static_views_into_reshape");
+}
+TEST(Canonicalize, DoesNotCancelSqueezeUnsqueezeOnOtherAxes) {
+  expectPassOutput("canonicalize", "does_not_cancel_squeeze_unsqueeze_on_other_axes");
+}
+TEST(Canonicalize, DoesNotMergeReshapesThatCopyDims) {
+  expectPassOutput("canonicalize", "does_not_merge_reshapes_that_copy_dims");
+}
+TEST(Canonicalize, DoesNotRemoveBroadcastingExpand) {
+  expectPassOutput("canonicalize", "does_not_remove_broadcasting_expand");
+}
+TEST(Canonicalize, DoesNotRemoveBroadcastingNeutralOperands) {
+  expectPassOutput("canonicalize", "does_not_remove_broadcasting_neutral_operands");
+}
+TEST(Canonicalize, DoesNotRemoveTrainingDropout) {
+  expectPassOutput("canonicalize", "does_not_remove_training_dropout");
+}
+TEST(Canonicalize, DoesNotRenameModelOutputs) {
+  expectPassOutput("canonicalize", "does_not_rename_model_outputs");
+}
+TEST(Canonicalize, DoesNotReshapeViewsWithTwoSymbolicDims) {
+  expectPassOutput("canonicalize", "does_not_reshape_views_with_two_symbolic_dims");
+}
+
+TEST(FuseBatchnorm, DecomposesUnfoldableIntoMulAdd) {
+  expectPassOutput("fuse-batchnorm", "decomposes_unfoldable_into_mul_add");
+}
+TEST(FuseBatchnorm, FoldsIntoConv) {
+  expectPassOutput("fuse-batchnorm", "folds_into_conv");
+}
+TEST(FuseBatchnorm, FoldsIntoConvWithoutBias) {
+  expectPassOutput("fuse-batchnorm", "folds_into_conv_without_bias");
+}
+TEST(FuseBatchnorm, FoldsThroughABiasAdd) {
+  expectPassOutput("fuse-batchnorm", "folds_through_a_bias_add");
+}
+TEST(FuseBatchnorm, FoldsIntoGemm) {
+  expectPassOutput("fuse-batchnorm", "folds_into_gemm");
+}
+TEST(FuseBatchnorm, FoldsIntoGroupedConvTranspose) {
+  expectPassOutput("fuse-batchnorm", "folds_into_grouped_conv_transpose");
+}
+TEST(FuseBatchnorm, FoldsIntoMatmul) {
+  expectPassOutput("fuse-batchnorm", "folds_into_matmul");
+}
+TEST(FuseBatchnorm, DoesNotFoldIntoSharedProducers) {
+  expectPassOutput("fuse-batchnorm", "does_not_fold_into_shared_producers");
+}
+TEST(FuseBatchnorm, DoesNotFoldTrainingOrNonConstantBatchnorm) {
+  expectPassOutput("fuse-batchnorm", "does_not_fold_training_or_non_constant_batchnorm");
+}
+
+TEST(RecognizeLayerNorm, RecognizesLayernormOverTrailingAxes) {
+  expectPassOutput("recognize-layernorm", "recognizes_layernorm_over_trailing_axes");
+}
+TEST(RecognizeLayerNorm, RecognizesPaddleLayernorm) {
+  expectPassOutput("recognize-layernorm", "recognizes_paddle_layernorm");
+}
+TEST(RecognizeLayerNorm, DoesNotRecognizeNonTrailingOrSharedChains) {
+  expectPassOutput("recognize-layernorm", "does_not_recognize_non_trailing_or_shared_chains");
+}
+
+TEST(RecognizeGelu, RecognizesErfGelu) {
+  expectPassOutput("recognize-gelu", "recognizes_erf_gelu");
+}
+TEST(RecognizeGelu, RecognizesTanhGelu) {
+  expectPassOutput("recognize-gelu", "recognizes_tanh_gelu");
+}
+TEST(RecognizeGelu, DoesNotRecognizeNearMisses) {
+  expectPassOutput("recognize-gelu", "does_not_recognize_near_misses");
+}
+
+TEST(RecognizeHardSwish, RecognizesHardswish) {
+  expectPassOutput("recognize-hardswish", "recognizes_hardswish");
+}
+TEST(RecognizeHardSwish, DoesNotRecognizeHardsigmoidGates) {
+  expectPassOutput("recognize-hardswish", "does_not_recognize_hardsigmoid_gates");
+}
+
+TEST(RecognizeSoftmax, RecognizesSoftmax) {
+  expectPassOutput("recognize-softmax", "recognizes_softmax");
+}
+TEST(RecognizeSoftmax, DoesNotRecognizeOtherReductions) {
+  expectPassOutput("recognize-softmax", "does_not_recognize_other_reductions");
 }
 
 } // namespace

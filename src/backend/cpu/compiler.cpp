@@ -1,11 +1,14 @@
 #include "backend/cpu/compiler.h"
 
+#include "backend/cpu/conv_step.h"
+#include "backend/cpu/matmul_step.h"
 #include "backend/cpu/steps.h"
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/cpu_target.h"
 #include "kernel/printer.h"
 #include "lower/elementwise.h"
 #include "lower/elementwise_ops.h"
+#include "passes/pipeline.h"
 
 #include <algorithm>
 #include <chrono>
@@ -67,6 +70,12 @@ private:
   Expected<int> slotOf(Scope &scope, const Value *v);
   Status addNode(Scope &scope, const Node &node);
   bool tryElementwise(Scope &scope, const Node &node);
+  bool tryMicrokernel(Scope &scope, const Node &node);
+  int newSlot(Scope &scope, const Value *v) {
+    int slot = scope.program->numSlots++;
+    scope.slots[v] = slot;
+    return slot;
+  }
 
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
@@ -166,9 +175,52 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
     for (const Node *n : group.nodes) label += std::string(opName(n->op())) + " ";
     label.back() = ']';
   }
-  auto step = std::make_unique<ElementwiseStep>(label, std::move(*lowered), in, out, outTypes);
+  std::vector<int> nodeIn;
+  for (const Value *v : node.inputs()) nodeIn.push_back(v ? scope.slots.at(v) : -1);
+  auto fallback = std::make_unique<InterpStep>(node, nodeIn, out,
+                                               std::vector<std::pair<const Value *, int>>{});
+  auto step = std::make_unique<ElementwiseStep>(label, std::move(*lowered), in, out, outTypes,
+                                                std::move(fallback));
   kernelSteps.emplace_back(step.get(), it->second);
   scope.program->steps.push_back(std::move(step));
+  return true;
+}
+
+// Conv, MatMul and pooling (with fused epilogues) on the handwritten
+// microkernels; false when the node is not one of those or not in a form
+// they take, so it runs another way.
+bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
+  const std::string kind = node.op() == OpKind::Fused ? node.getString("kind") : "";
+  if (node.numOutputs() != 1) return false;
+  const bool candidate = node.op() == OpKind::MatMul || node.op() == OpKind::Conv ||
+                         kind == "matmul" || kind == "conv";
+  if (!candidate) return false;
+  std::vector<int> in;
+  for (const Value *v : node.inputs()) {
+    if (!v) {
+      in.push_back(-1);
+      continue;
+    }
+    auto s = slotOf(scope, v);
+    if (!s.ok()) return false;
+    in.push_back(*s);
+  }
+  std::unique_ptr<Step> step;
+  const int out = scope.program->numSlots; // the slot newSlot() gives next
+  if (node.op() == OpKind::MatMul || kind == "matmul") {
+    auto s = MatMulStep::create(node, in, out);
+    if (!s.ok()) return false;
+    step = std::move(*s);
+  } else if (node.op() == OpKind::Conv || kind == "conv") {
+    auto s = ConvStep::create(node, in, out);
+    if (!s.ok()) return false;
+    step = std::move(*s);
+  } else {
+    return false;
+  }
+  newSlot(scope, node.output(0));
+  scope.program->steps.push_back(std::move(step));
+  ++stats_.microkernelSteps;
   return true;
 }
 
@@ -188,6 +240,7 @@ Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
         std::make_unique<IfStep>(node, cond, out, std::move(thenP), std::move(elseP)));
     return Status::success();
   }
+  if (tryMicrokernel(scope, node)) return Status::success();
   if (tryElementwise(scope, node)) return Status::success();
 
   // Fallback: the interpreter's kernel for this node.
@@ -219,13 +272,6 @@ Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
   return Status::success();
 }
 
-// The graph pipeline per level. TODO(lead): replaced by passes/pipeline.h.
-std::vector<std::string> pipelineFor(int level) {
-  if (level <= 0) return {};
-  std::vector<std::string> p = {"fold-constants", "cse", "dce"};
-  return p;
-}
-
 Status writeFile(const std::string &path, const std::string &text) {
   std::ofstream f(path);
   f << text;
@@ -241,7 +287,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
                                                                 const CompileOptions &options) {
   std::unique_ptr<CompiledModel> cm(new CompiledModel());
   auto t0 = Clock::now();
-  KILN_RETURN_IF_ERROR(runPipeline(model, pipelineFor(options.optLevel), options.passOptions));
+  KILN_RETURN_IF_ERROR(runPipeline(model, pipelineForLevel(options.optLevel), options.passOptions));
   KILN_RETURN_IF_ERROR(model.graph->sortTopologically());
   cm->model_ = std::move(model);
   cm->stats_.passesMs = msSince(t0);

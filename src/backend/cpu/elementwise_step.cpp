@@ -25,9 +25,11 @@ Expected<Shape64> broadcastShapes(const std::vector<Shape64> &shapes) {
 
 ElementwiseStep::ElementwiseStep(std::string label, lower::ElementwiseKernel kernel,
                                  std::vector<int> inputSlots, std::vector<int> outputSlots,
-                                 std::vector<DType> outputTypes)
+                                 std::vector<DType> outputTypes,
+                                 std::unique_ptr<InterpStep> fallback)
     : label_(std::move(label)), kernel_(std::move(kernel)), in_(std::move(inputSlots)),
-      out_(std::move(outputSlots)), outTypes_(std::move(outputTypes)) {
+      out_(std::move(outputSlots)), outTypes_(std::move(outputTypes)),
+      fallback_(std::move(fallback)) {
   reads = in_;
   writes = out_;
 }
@@ -63,9 +65,9 @@ Status ElementwiseStep::run(Frame &frame, ExecContext &ctx) const {
     shapes.push_back(v.tensor.shape());
     buffers.push_back(const_cast<void *>(v.tensor.raw()));
   }
-  KILN_ASSIGN_OR_RETURN(Shape64 outShape, broadcastShapes(shapes));
-  if (Status s = kernel_.checkShapes(shapes, outShape); !s.ok())
-    return makeError(label_, ": ", s.error().message);
+  auto broadcast = broadcastShapes(shapes);
+  if (!broadcast.ok() || !kernel_.shapesHold(shapes, *broadcast)) return fallback_->run(frame, ctx);
+  const Shape64 &outShape = *broadcast;
   for (size_t o = 0; o < out_.size(); ++o) {
     Tensor t(outTypes_[o], outShape);
     buffers.push_back(t.mutableRaw());

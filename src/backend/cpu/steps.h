@@ -29,8 +29,11 @@ private:
 // A generated elementwise kernel (one fused group or one node).
 class ElementwiseStep : public Step {
 public:
+  // `fallback` runs the node with the interpreter on the runs where the
+  // kernel's shape speculation does not hold (see lower/elementwise.h).
   ElementwiseStep(std::string label, lower::ElementwiseKernel kernel, std::vector<int> inputSlots,
-                  std::vector<int> outputSlots, std::vector<DType> outputTypes);
+                  std::vector<int> outputSlots, std::vector<DType> outputTypes,
+                  std::unique_ptr<InterpStep> fallback);
   // Resolved after the object code is linked.
   void setEntry(codegen::KernelEntry entry) { entry_ = entry; }
   const kir::Kernel &kernel() const { return kernel_.kernel; }
@@ -45,6 +48,7 @@ private:
   lower::ElementwiseKernel kernel_;
   std::vector<int> in_, out_;
   std::vector<DType> outTypes_;
+  std::unique_ptr<InterpStep> fallback_;
   codegen::KernelEntry entry_ = nullptr;
 };
 

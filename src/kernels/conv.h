@@ -1,0 +1,114 @@
+// 2-D (and 1-D, as H = 1) f32 convolution on NCHW tensors with weights
+// packed once (at compile/load time) and a fused epilogue: the kernel behind
+// ONNX Conv for the executor and generated code.
+//
+// Algorithms, chosen by pack() from the weight shape:
+//  - kGemm (every conv but depthwise): per image and group, Y_g[Kg x P] =
+//    W_g[Kg x Cg*R*S] * im2col(X_g)[Cg*R*S x P], P = outH*outW, with W_g
+//    pre-packed in the GEMM's A format. The im2col matrix never exists: the
+//    GEMM driver asks for one B micro-panel (K-slice x NR output pixels) at a
+//    time and the ISA's packer gathers it from X just before the microkernel
+//    reads it from L1 (masked vector loads for stride 1 and 2, a gather
+//    otherwise). A 1x1 stride-1 unpadded conv is the same GEMM with X read
+//    as the matrix [C x H*W] (the packer sees one long row, so every
+//    micro-panel is two contiguous vector loads per channel). Why not
+//    im2col + sgemm: the full im2col of a 3x3 conv is 9x the input and falls
+//    out of cache (YOLOv8n's 64-channel 160x160 layers: 59 MB); packed just
+//    in time it costs ~1 masked load per 16 values and no extra memory.
+//    Why NCHW GEMM rows = output channels: the output is written in place,
+//    in its final layout, and the per-channel epilogue data is per row.
+//  - kDepthwise (groups == C, one input channel per group, any K = m*C):
+//    a direct vector kernel per output plane, vectorized over output width
+//    with masked loads at the borders (no padded copy), taps broadcast from
+//    memory; a GEMM would have M = 1 and waste 13 of 14 rows.
+// Each finished output tile goes through bias + epilogue while in L1.
+//
+// Threads: the work is cut into tasks (image x group x output-pixel tiles,
+// or x output-channel blocks when that is too few; image x channel x row
+// blocks for depthwise), sized so that two threads at batch 1 get even
+// shares; tasks run on the given pool.
+#pragma once
+
+#include "kernels/epilogue.h"
+#include "kernels/gemm.h"
+#include "kernels/isa.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kiln::runtime {
+class ThreadPool;
+}
+
+namespace kiln::kernels {
+
+struct ConvShape {
+  int64_t N = 1, C = 1, H = 1, W = 1; // input NCHW (Conv1d: H = 1, R = 1)
+  int64_t K = 1, R = 1, S = 1;        // output channels, kernel height, width
+  int64_t strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t groups = 1;
+
+  int64_t outH() const { return (H + padTop + padBottom - dilationH * (R - 1) - 1) / strideH + 1; }
+  int64_t outW() const { return (W + padLeft + padRight - dilationW * (S - 1) - 1) / strideW + 1; }
+  // Positive sizes, strides and dilations, non-negative pads, groups dividing
+  // C and K, a non-empty output. pack() and run() require it.
+  bool valid() const;
+};
+
+enum class ConvAlgo { kGemm, kGemm1x1, kDepthwise };
+const char *convAlgoName(ConvAlgo algo);
+
+// A convolution's weights packed for one ISA. Immutable after pack(): one
+// PackedConv may run on any number of threads at once. Move-only.
+class PackedConv {
+public:
+  PackedConv() = default;
+
+  // weights: [K][C/groups][R][S] (ONNX layout); bias: K values or null; both
+  // copied. Only the weight-related fields of `s` (C, K, R, S, strides,
+  // dilations, pads, groups) are fixed here; N, H, W may change on every run.
+  static PackedConv pack(const ConvShape &s, const float *weights, const float *bias,
+                         GemmIsa isa = GemmIsa::kAuto);
+
+  // Bytes of scratch run() needs for this input size when at most `threads`
+  // threads run it (the pool's threads() count): per thread, one packed B
+  // block of <= ~256 KiB; 0 for depthwise. The executor plans it with the
+  // activations.
+  size_t workspaceBytes(const ConvShape &s, int threads) const;
+
+  // y[N][K][outH][outW] = epilogue(conv(x) + bias).
+  //
+  // The epilogue sees each image's output as a K x (outH*outW) matrix: rows
+  // are output channels (kAddRowBias / kMulRowScale: one value per channel),
+  // columns are output pixels. kAddTensor is a residual with y's layout: its
+  // data points at element (0,0,0,0) of the whole residual tensor, its ld
+  // must be outH*outW, and the kernel adds the per-image offset n*K*ld
+  // itself. Other data pointers are shared by all images.
+  //
+  // workspace: workspaceBytes(s, pool->threads()) bytes, 64-byte aligned, or
+  // null to use a thread-local buffer (allocated once per thread, grown on
+  // demand). pool: null means runtime::ThreadPool::global(). x and y must not
+  // overlap. Blocks until done.
+  void run(const ConvShape &s, const float *x, float *y, const Epilogue &ep, void *workspace,
+           runtime::ThreadPool *pool) const;
+
+  ConvAlgo algo() const { return algo_; }
+  GemmIsa isa() const { return isa_; }
+
+private:
+  void runGemm(const ConvShape &s, const float *x, float *y, const Epilogue &ep, void *workspace,
+               runtime::ThreadPool &pool) const;
+  void runDepthwise(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
+                    runtime::ThreadPool &pool) const;
+
+  ConvShape shape_;
+  ConvAlgo algo_ = ConvAlgo::kGemm;
+  GemmIsa isa_ = GemmIsa::kPortable;
+  std::vector<PackedA> groupWeights_; // kGemm*: one [Kg x Cg*R*S] per group
+  std::vector<float> taps_;           // kDepthwise: [K][R*S]
+  std::vector<float> bias_;           // K values, or empty
+};
+
+} // namespace kiln::kernels

@@ -1,0 +1,74 @@
+// The contract between the convolution driver (conv.cpp) and its per-ISA
+// pieces: the im2col micro-panel packer (conv_im2col_*.cpp) and the
+// depthwise plane kernel (conv_depthwise_*.cpp, conv_portable.cpp). The ISA
+// files include only this header, the epilogue contract and intrinsics (see
+// gemm_microkernel.h for why).
+#pragma once
+
+#include "kernels/epilogue_impl.h"
+
+#include <cstdint>
+
+namespace kiln::kernels::detail {
+
+// One image-group's input as the B operand of the conv GEMM: row k = (c*R +
+// r)*S + s of the virtual im2col matrix, column p = output pixel oh*outW +
+// ow, value x[c][oh*strideH - padTop + r*dilationH][ow*strideW - padLeft +
+// s*dilationW], 0 in the padding. A 1x1 stride-1 unpadded conv is described
+// as H = 1, W = outW = H*W: one long row per channel.
+struct Im2colSource {
+  const float *x; // channel 0 of the group in this image; channel c at x + c*H*W
+  int64_t H, W, outW;
+  int64_t R, S, strideH, strideW, dilationH, dilationW, padTop, padLeft;
+};
+
+// A PackBFn (gemm_driver.h) with ctx = const Im2colSource *: rows [p0, p0 +
+// kc) x columns [j0, j0 + cols) into NR-column micro-panels (nr must be the
+// ISA's GEMM nr), zero-padded past cols.
+void im2colPackPortable(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
+                        float *dst);
+void im2colPackAvx2(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
+                    float *dst);
+void im2colPackAvx512(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
+                      float *dst);
+
+// Output rows [oh0, oh1) of one depthwise output plane: y[oh][ow] = bias +
+// sum_{r,s} w[r*S + s] * x[oh*strideH - padTop + r*dilationH][ow*strideW -
+// padLeft + s*dilationW] (0 in the padding), then the epilogue on the
+// finished rows, as row `channel` (column oh*outW + ow) of the K x
+// (outH*outW) output matrix.
+struct DepthwiseArgs {
+  const float *x; // input plane, H x W
+  float *y;       // output plane, outH x outW
+  const float *w; // R x S taps
+  float bias;
+  int64_t H, W, outH, outW;
+  int64_t R, S, strideH, strideW, dilationH, dilationW, padTop, padLeft;
+  int64_t oh0, oh1;
+  const EpilogueOp *ops;
+  int opCount;
+  int64_t channel;
+  EpilogueFn epilogue;
+};
+
+using DepthwiseFn = void (*)(const DepthwiseArgs &a);
+void depthwisePortable(const DepthwiseArgs &a);
+void depthwiseAvx2(const DepthwiseArgs &a);
+void depthwiseAvx512(const DepthwiseArgs &a);
+
+// Depthwise kernels run the epilogue on batches of finished rows holding >=
+// kEpilogueBatch values, so a narrow plane does not pay one call per row.
+constexpr int64_t kEpilogueBatch = 256;
+
+// Valid tap rows for output row oh: r in [rBegin, rEnd) keeps the input row
+// inside [0, H). Shared by every ISA's depthwise kernel.
+inline void validTapRows(const DepthwiseArgs &a, int64_t oh, int64_t &rBegin, int64_t &rEnd) {
+  const int64_t ih0 = oh * a.strideH - a.padTop;
+  rBegin = ih0 >= 0 ? 0 : (-ih0 + a.dilationH - 1) / a.dilationH;
+  const int64_t last = a.H - 1 - ih0; // r * dilationH <= last
+  rEnd = last < 0 ? 0 : last / a.dilationH + 1;
+  if (rEnd > a.R) rEnd = a.R;
+  if (rBegin > rEnd) rBegin = rEnd;
+}
+
+} // namespace kiln::kernels::detail

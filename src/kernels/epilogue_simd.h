@@ -1,0 +1,125 @@
+// The vectorized epilogue, written once over a vector type V and
+// instantiated by epilogue_avx512.cpp and epilogue_avx2.cpp with their own
+// V (a struct of static intrinsics wrappers: T, kLanes, load/store with a
+// lane count, set1, add, mul, min, max, fmadd, fnmadd, round, ldexp, rcp,
+// div, abs, lessThan, select). Included only by those files, so it includes
+// nothing (see gemm_microkernel.h).
+//
+// Each output vector is loaded once, run through every op in registers and
+// stored once: one pass over the tile whatever the number of ops.
+#pragma once
+
+#include "kernels/epilogue.h"
+
+namespace kiln::kernels::detail::simd {
+
+// exp(x), Cephes' expf: x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
+// polynomial, times 2^n. x is clamped to [-87.34, 88]: 2^n stays a normal
+// float and 1 + exp(x) stays finite, which sigmoid relies on.
+template <class V> inline typename V::T exp(typename V::T x) {
+  x = V::min(V::max(x, V::set1(-87.336544f)), V::set1(88.0f));
+  auto n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
+  auto r = V::fnmadd(n, V::set1(0.693359375f), x);
+  r = V::fnmadd(n, V::set1(-2.12194440e-4f), r);
+  auto p = V::set1(1.9875691500e-4f);
+  p = V::fmadd(p, r, V::set1(1.3981999507e-3f));
+  p = V::fmadd(p, r, V::set1(8.3334519073e-3f));
+  p = V::fmadd(p, r, V::set1(4.1665795894e-2f));
+  p = V::fmadd(p, r, V::set1(1.6666665459e-1f));
+  p = V::fmadd(p, r, V::set1(5.0000001201e-1f));
+  p = V::fmadd(p, V::mul(r, r), r);
+  return V::ldexp(V::add(p, V::set1(1.0f)), n);
+}
+
+// 1 / (1 + exp(-x)) with a refined reciprocal estimate (rel. error ~1e-7).
+// For x <= -88 the denominator is ~1.7e38, still finite, so the result is
+// ~0, never NaN.
+template <class V> inline typename V::T sigmoid(typename V::T x) {
+  auto d = V::add(V::set1(1.0f), exp<V>(V::sub(V::set1(0.0f), x)));
+  auto r = V::rcp(d);
+  // One Newton step: r * (2 - d * r).
+  return V::mul(r, V::fnmadd(d, r, V::set1(2.0f)));
+}
+
+// Eigen's rational tanh (13/6 minimax on [-7.9988, 7.9988], where tanh
+// rounds to +-1 in float); tanh(x) = x below 4e-4, where it is exact.
+template <class V> inline typename V::T tanh(typename V::T x) {
+  auto tiny = V::lessThan(V::abs(x), V::set1(0.0004f));
+  auto c = V::min(V::max(x, V::set1(-7.99881172180175781f)), V::set1(7.99881172180175781f));
+  auto x2 = V::mul(c, c);
+  auto p = V::fmadd(x2, V::set1(-2.76076847742355e-16f), V::set1(2.00018790482477e-13f));
+  p = V::fmadd(x2, p, V::set1(-8.60467152213735e-11f));
+  p = V::fmadd(x2, p, V::set1(5.12229709037114e-08f));
+  p = V::fmadd(x2, p, V::set1(1.48572235717979e-05f));
+  p = V::fmadd(x2, p, V::set1(6.37261928875436e-04f));
+  p = V::fmadd(x2, p, V::set1(4.89352455891786e-03f));
+  p = V::mul(c, p);
+  auto q = V::fmadd(x2, V::set1(1.19825839466702e-06f), V::set1(1.18534705686654e-04f));
+  q = V::fmadd(x2, q, V::set1(2.26843463243900e-03f));
+  q = V::fmadd(x2, q, V::set1(4.89352518554385e-03f));
+  return V::select(tiny, x, V::div(p, q));
+}
+
+template <class V> inline typename V::T hardSigmoid(typename V::T x, float a, float b) {
+  auto t = V::fmadd(V::set1(a), x, V::set1(b));
+  return V::max(V::min(t, V::set1(1.0f)), V::set1(0.0f));
+}
+
+template <class V>
+void applyEpilogueTile(const EpilogueOp *ops, int count, float *c, int64_t ldc, int64_t row0,
+                       int64_t col0, int64_t rows, int64_t cols) {
+  using T = typename V::T;
+  for (int64_t i = 0; i < rows; ++i) {
+    float *ci = c + i * ldc;
+    const int64_t row = row0 + i;
+    for (int64_t j = 0; j < cols; j += V::kLanes) {
+      const int lanes = cols - j < V::kLanes ? int(cols - j) : V::kLanes;
+      const int64_t col = col0 + j;
+      T v = V::load(ci + j, lanes);
+      for (int o = 0; o < count; ++o) {
+        const EpilogueOp &op = ops[o];
+        switch (op.kind) {
+        case EpilogueKind::kAddRowBias:
+          v = V::add(v, V::set1(op.data[row]));
+          break;
+        case EpilogueKind::kAddColBias:
+          v = V::add(v, V::load(op.data + col, lanes));
+          break;
+        case EpilogueKind::kMulRowScale:
+          v = V::mul(v, V::set1(op.data[row]));
+          break;
+        case EpilogueKind::kAddTensor:
+          v = V::add(v, V::load(op.data + row * op.ld + col, lanes));
+          break;
+        case EpilogueKind::kRelu:
+          v = V::max(v, V::set1(0.0f));
+          break;
+        case EpilogueKind::kClip:
+          v = V::min(V::max(v, V::set1(op.a)), V::set1(op.b));
+          break;
+        case EpilogueKind::kLeakyRelu:
+          v = V::select(V::lessThan(v, V::set1(0.0f)), V::mul(v, V::set1(op.a)), v);
+          break;
+        case EpilogueKind::kSigmoid:
+          v = sigmoid<V>(v);
+          break;
+        case EpilogueKind::kSilu:
+          v = V::mul(v, sigmoid<V>(v));
+          break;
+        case EpilogueKind::kHardSigmoid:
+          v = hardSigmoid<V>(v, op.a, op.b);
+          break;
+        case EpilogueKind::kHardSwish:
+          v = V::mul(v, hardSigmoid<V>(v, op.a, op.b));
+          break;
+        case EpilogueKind::kTanh:
+          v = tanh<V>(v);
+          break;
+        }
+      }
+      V::store(ci + j, v, lanes);
+    }
+  }
+}
+
+} // namespace kiln::kernels::detail::simd

@@ -1,0 +1,35 @@
+// The pipelines, top to bottom. Why this order:
+//  - canonicalize first, so Identity/Cast noise and view ops in shape
+//    subgraphs are gone before folding looks at them;
+//  - fold-constants then folds what depends on constants and static dims;
+//    dce drops what both left unread;
+//  - at -O2, cse merges what the exporter duplicated (the same Shape or
+//    constant computed per layer) before the pattern passes, so a shared
+//    value counts as one use; fuse-batchnorm runs before the recognizers so
+//    that their chains see plain Conv outputs; a second canonicalize cleans
+//    up the x*1 and view ops that the rewrites expose, and a last dce
+//    removes what cse and folding left.
+#include "passes/pipeline.h"
+
+namespace kiln {
+
+std::vector<std::string> pipelineForLevel(int level) {
+  std::vector<std::string> passes;
+  if (level <= 0) return passes;
+  // -O1: cheap cleanups that every later stage relies on.
+  passes = {"canonicalize", "fold-constants", "dce"};
+  if (level == 1) return passes;
+  // -O2: graph rewrites that raise the level of the ops.
+  for (const char *p : {"cse", "fuse-batchnorm", "recognize-layernorm", "recognize-gelu",
+                        "recognize-hardswish", "recognize-softmax", "canonicalize",
+                        "fold-constants", "dce"})
+    passes.emplace_back(p);
+  if (level == 2) return passes;
+  // -O3: fusion, once the graph is in its final op vocabulary. Epilogues
+  // first, so a conv claims its activation before elementwise chains form.
+  passes.emplace_back("fuse-epilogues");
+  passes.emplace_back("fuse-elementwise");
+  return passes;
+}
+
+} // namespace kiln

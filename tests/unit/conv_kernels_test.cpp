@@ -1,0 +1,311 @@
+// kernels::PackedConv against a plain float64 loop: 1x1, 3x3, 5x5, strides
+// 1/2/3, asymmetric pads, dilation 2, groups 1/2/C (depthwise, with a channel
+// multiplier too), odd sizes, batch 1 and 3, Conv1d, every epilogue kind,
+// explicit and thread-local workspaces, on every ISA this CPU supports, with
+// 1 and 2 threads.
+#include "kernels/conv.h"
+#include "runtime/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kiln::kernels {
+namespace {
+
+std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v) x = dist(rng);
+  return v;
+}
+
+double refOp(const EpilogueOp &op, double v, int64_t row, int64_t col, int64_t imageOffset) {
+  auto hardSigmoid = [&](double x) { return std::max(0.0, std::min(1.0, op.a * x + op.b)); };
+  switch (op.kind) {
+  case EpilogueKind::kAddRowBias:
+    return v + op.data[row];
+  case EpilogueKind::kAddColBias:
+    return v + op.data[col];
+  case EpilogueKind::kMulRowScale:
+    return v * op.data[row];
+  case EpilogueKind::kAddTensor:
+    return v + op.data[imageOffset + row * op.ld + col];
+  case EpilogueKind::kRelu:
+    return std::max(v, 0.0);
+  case EpilogueKind::kClip:
+    return std::min(std::max(v, double(op.a)), double(op.b));
+  case EpilogueKind::kLeakyRelu:
+    return v < 0 ? v * op.a : v;
+  case EpilogueKind::kSigmoid:
+    return 1.0 / (1.0 + std::exp(-v));
+  case EpilogueKind::kSilu:
+    return v / (1.0 + std::exp(-v));
+  case EpilogueKind::kHardSigmoid:
+    return hardSigmoid(v);
+  case EpilogueKind::kHardSwish:
+    return v * hardSigmoid(v);
+  case EpilogueKind::kTanh:
+    return std::tanh(v);
+  }
+  return v;
+}
+
+std::string describe(const ConvShape &s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "N%ld C%ld H%ld W%ld K%ld R%ld S%ld stride%ldx%ld dil%ldx%ld pad%ld,%ld,%ld,%ld g%ld",
+                long(s.N), long(s.C), long(s.H), long(s.W), long(s.K), long(s.R), long(s.S),
+                long(s.strideH), long(s.strideW), long(s.dilationH), long(s.dilationW),
+                long(s.padTop), long(s.padLeft), long(s.padBottom), long(s.padRight),
+                long(s.groups));
+  return buf;
+}
+
+// The epilogue kinds, one per case in turn; data-carrying ops get their data.
+struct EpilogueData {
+  std::vector<float> perChannel, perPixel, residual;
+};
+
+Epilogue makeEpilogue(int variant, const EpilogueData &d, int64_t P) {
+  Epilogue ep;
+  auto op = [](EpilogueKind k, float a = 0, float b = 0, const float *data = nullptr,
+               int64_t ld = 0) { return EpilogueOp{k, a, b, data, ld}; };
+  switch (variant % 12) {
+  case 0:
+    break;
+  case 1:
+    ep.push(op(EpilogueKind::kRelu));
+    break;
+  case 2:
+    ep.push(op(EpilogueKind::kSilu));
+    break;
+  case 3:
+    ep.push(op(EpilogueKind::kHardSwish, 1.0f / 6, 0.5f));
+    ep.push(op(EpilogueKind::kAddTensor, 0, 0, d.residual.data(), P));
+    break;
+  case 4:
+    ep.push(op(EpilogueKind::kClip, 0.0f, 6.0f));
+    break;
+  case 5:
+    ep.push(op(EpilogueKind::kLeakyRelu, 0.1f));
+    break;
+  case 6:
+    ep.push(op(EpilogueKind::kSigmoid));
+    break;
+  case 7:
+    ep.push(op(EpilogueKind::kTanh));
+    break;
+  case 8:
+    ep.push(op(EpilogueKind::kHardSigmoid, 0.2f, 0.5f));
+    break;
+  case 9:
+    ep.push(op(EpilogueKind::kMulRowScale, 0, 0, d.perChannel.data()));
+    ep.push(op(EpilogueKind::kAddRowBias, 0, 0, d.perChannel.data()));
+    break;
+  case 10:
+    ep.push(op(EpilogueKind::kAddColBias, 0, 0, d.perPixel.data()));
+    ep.push(op(EpilogueKind::kRelu));
+    break;
+  case 11:
+    ep.push(op(EpilogueKind::kAddTensor, 0, 0, d.residual.data(), P));
+    ep.push(op(EpilogueKind::kSilu));
+    break;
+  }
+  return ep;
+}
+
+void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa,
+           runtime::ThreadPool &pool, bool explicitWorkspace) {
+  ASSERT_TRUE(s.valid()) << describe(s);
+  std::mt19937 rng(uint32_t(s.C * 1000 + s.K * 17 + s.H * 3 + s.W + variant));
+  const int64_t Cg = s.C / s.groups, Kg = s.K / s.groups, outH = s.outH(), outW = s.outW();
+  const int64_t P = outH * outW;
+  auto x = randomVector(size_t(s.N * s.C * s.H * s.W), rng);
+  auto w = randomVector(size_t(s.K * Cg * s.R * s.S), rng);
+  auto bias = randomVector(size_t(s.K), rng);
+  EpilogueData d{randomVector(size_t(s.K), rng), randomVector(size_t(P), rng),
+                 randomVector(size_t(s.N * s.K * P), rng)};
+  const Epilogue ep = makeEpilogue(variant, d, P);
+
+  PackedConv conv = PackedConv::pack(s, w.data(), withBias ? bias.data() : nullptr, isa);
+  std::vector<float> y(size_t(s.N * s.K * P), std::nanf(""));
+  void *ws = nullptr;
+  const size_t wsBytes = conv.workspaceBytes(s, pool.threads());
+  if (explicitWorkspace && wsBytes) ws = std::aligned_alloc(64, (wsBytes + 63) / 64 * 64);
+  conv.run(s, x.data(), y.data(), ep, ws, &pool);
+  std::free(ws);
+
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t k = 0; k < s.K; ++k) {
+      const int64_t g = k / Kg;
+      for (int64_t oh = 0; oh < outH; ++oh)
+        for (int64_t ow = 0; ow < outW; ++ow) {
+          double acc = withBias ? bias[size_t(k)] : 0.0, scale = std::abs(acc);
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t r = 0; r < s.R; ++r)
+              for (int64_t t = 0; t < s.S; ++t) {
+                const int64_t ih = oh * s.strideH - s.padTop + r * s.dilationH;
+                const int64_t iw = ow * s.strideW - s.padLeft + t * s.dilationW;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                const double prod = double(w[size_t(((k * Cg + c) * s.R + r) * s.S + t)]) *
+                                    x[size_t(((n * s.C + g * Cg + c) * s.H + ih) * s.W + iw)];
+                acc += prod;
+                scale += std::abs(prod);
+              }
+          const int64_t col = oh * outW + ow;
+          for (int o = 0; o < ep.count; ++o) acc = refOp(ep.ops[o], acc, k, col, n * s.K * P);
+          const double got = y[size_t((n * s.K + k) * P + col)];
+          ASSERT_NEAR(got, acc, 1e-5 + 1e-4 * std::abs(acc) + 1e-6 * scale)
+              << gemmIsaName(isa) << " threads=" << pool.threads() << " "
+              << convAlgoName(conv.algo()) << " " << describe(s) << " bias=" << withBias
+              << " epilogue variant " << variant << " at n" << n << " k" << k << " oh" << oh
+              << " ow" << ow;
+        }
+    }
+}
+
+ConvShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                int64_t stride = 1, int64_t pad = 0, int64_t groups = 1, int64_t dilation = 1) {
+  ConvShape s;
+  s.N = N, s.C = C, s.H = H, s.W = W, s.K = K, s.R = R, s.S = S;
+  s.strideH = s.strideW = stride;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+  s.groups = groups;
+  s.dilationH = s.dilationW = dilation;
+  return s;
+}
+
+std::vector<ConvShape> shapes() {
+  std::vector<ConvShape> v = {
+      shape(1, 16, 7, 13, 24, 1, 1),               // pointwise
+      shape(3, 19, 13, 7, 33, 1, 1),               // pointwise, batch 3, odd C/K
+      shape(1, 8, 13, 13, 16, 1, 1, 2),            // 1x1 stride 2
+      shape(1, 16, 13, 13, 32, 3, 3, 1, 1),        // 3x3 same
+      shape(2, 3, 17, 19, 16, 3, 3, 2, 1),         // stem: 3x3 s2
+      shape(1, 8, 7, 7, 12, 5, 5, 1, 2),           // 5x5
+      shape(1, 6, 13, 13, 10, 3, 3, 1, 2, 1, 2),   // dilation 2
+      shape(1, 8, 9, 9, 12, 3, 3, 1, 1, 2),        // groups 2
+      shape(3, 8, 7, 7, 6, 1, 1, 1, 0, 2),         // grouped 1x1
+      shape(1, 4, 11, 11, 5, 3, 3, 3, 1),          // stride 3 (gather path)
+      shape(1, 7, 1, 1, 9, 1, 1),                  // 1x1 spatial (SE block)
+      shape(1, 5, 1, 1, 6, 3, 3, 1, 1),            // 3x3 on a 1x1 input
+      shape(1, 64, 20, 20, 70, 3, 3, 1, 1),        // depth 576: two K slices
+      shape(1, 16, 5, 5, 350, 3, 3, 1, 1),         // M > mc: two row groups
+      shape(1, 8, 6, 100, 8, 3, 3, 1, 1),          // wide rows
+      shape(1, 8, 6, 101, 8, 3, 3, 2, 1),          // wide rows, stride 2
+      shape(1, 16, 13, 13, 16, 3, 3, 1, 1, 16),    // depthwise 3x3
+      shape(3, 19, 13, 17, 19, 3, 3, 2, 1, 19),    // depthwise 3x3 s2, batch 3
+      shape(1, 8, 40, 37, 8, 5, 5, 1, 2, 8),       // depthwise 5x5
+      shape(1, 8, 41, 40, 8, 5, 5, 2, 2, 8),       // depthwise 5x5 s2
+      shape(1, 6, 13, 13, 6, 3, 3, 1, 2, 6, 2),    // depthwise dilation 2
+      shape(1, 4, 9, 9, 8, 3, 3, 1, 1, 4),         // depthwise multiplier 2
+      shape(1, 5, 14, 14, 5, 3, 3, 3, 1, 5),       // depthwise stride 3
+      shape(1, 3, 1, 7, 3, 1, 3, 1, 1, 3),         // depthwise on H = 1
+      shape(1, 24, 33, 70, 24, 3, 3, 1, 1, 24),    // depthwise, wide (interior vectors)
+      shape(1, 24, 33, 71, 24, 5, 5, 2, 2, 24),    // depthwise 5x5 s2, wide
+  };
+  ConvShape asym = shape(1, 5, 9, 11, 7, 3, 3);
+  asym.padTop = 0, asym.padLeft = 2, asym.padBottom = 1, asym.padRight = 0;
+  v.push_back(asym);
+  ConvShape asymDw = shape(2, 9, 10, 21, 9, 3, 3, 2, 0, 9);
+  asymDw.padTop = 2, asymDw.padLeft = 0, asymDw.padBottom = 0, asymDw.padRight = 1;
+  v.push_back(asymDw);
+  ConvShape rect = shape(1, 3, 10, 9, 4, 2, 3);
+  rect.strideH = 2, rect.strideW = 1, rect.dilationH = 2, rect.padTop = 1;
+  v.push_back(rect);
+  // Conv1d: H = 1, R = 1 (silero VAD's encoder and its strided STFT).
+  ConvShape c1 = shape(1, 12, 1, 50, 20, 1, 3);
+  c1.padLeft = c1.padRight = 1;
+  v.push_back(c1);
+  ConvShape c1s = shape(2, 12, 1, 51, 20, 1, 3);
+  c1s.strideW = 2, c1s.padLeft = c1s.padRight = 1;
+  v.push_back(c1s);
+  ConvShape stft = shape(1, 1, 1, 576, 18, 1, 64);
+  stft.strideW = 32;
+  v.push_back(stft);
+  return v;
+}
+
+std::vector<GemmIsa> supportedIsas() {
+  std::vector<GemmIsa> isas;
+  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512})
+    if (gemmIsaSupported(isa)) isas.push_back(isa);
+  return isas;
+}
+
+class ConvKernelTest : public ::testing::TestWithParam<std::tuple<GemmIsa, int>> {};
+
+TEST_P(ConvKernelTest, MatchesFloat64Reference) {
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
+  int variant = 0;
+  for (const ConvShape &s : shapes()) {
+    check(s, variant % 3 != 2, variant, isa, pool, variant % 2 == 0);
+    if (HasFatalFailure()) return;
+    ++variant;
+  }
+}
+
+TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
+  for (const ConvShape &s : {shape(2, 12, 9, 10, 20, 3, 3, 1, 1), shape(1, 16, 11, 12, 16, 1, 1),
+                             shape(2, 12, 9, 10, 12, 3, 3, 2, 1, 12)})
+    for (int variant = 0; variant < 12; ++variant) {
+      check(s, true, variant, isa, pool, true);
+      if (HasFatalFailure()) return;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(IsasAndThreads, ConvKernelTest,
+                         ::testing::Combine(::testing::ValuesIn(supportedIsas()),
+                                            ::testing::Values(1, 2)),
+                         [](const auto &info) {
+                           return std::string(gemmIsaName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "threads";
+                         });
+
+TEST(ConvKernel, PicksTheAlgorithmFromTheWeightShape) {
+  std::vector<float> w(64 * 64 * 9, 0.5f);
+  EXPECT_EQ(PackedConv::pack(shape(1, 16, 8, 8, 32, 1, 1), w.data(), nullptr).algo(),
+            ConvAlgo::kGemm1x1);
+  EXPECT_EQ(PackedConv::pack(shape(1, 16, 8, 8, 32, 1, 1, 2), w.data(), nullptr).algo(),
+            ConvAlgo::kGemm);
+  EXPECT_EQ(PackedConv::pack(shape(1, 16, 8, 8, 32, 3, 3, 1, 1), w.data(), nullptr).algo(),
+            ConvAlgo::kGemm);
+  EXPECT_EQ(PackedConv::pack(shape(1, 16, 8, 8, 16, 3, 3, 1, 1, 16), w.data(), nullptr).algo(),
+            ConvAlgo::kDepthwise);
+  EXPECT_EQ(PackedConv::pack(shape(1, 16, 8, 8, 16, 3, 3, 1, 1, 16), w.data(), nullptr)
+                .workspaceBytes(shape(1, 16, 8, 8, 16, 3, 3, 1, 1, 16), 2),
+            0u);
+}
+
+TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
+  // The weights fix C, K, R, S, strides, pads and groups; N, H, W vary.
+  runtime::ThreadPool pool(2);
+  for (GemmIsa isa : supportedIsas()) {
+    for (ConvShape s : {shape(1, 8, 9, 9, 12, 3, 3, 1, 1), shape(1, 8, 9, 9, 8, 3, 3, 2, 1, 8)}) {
+      check(s, true, 2, isa, pool, true);
+      s.N = 2, s.H = 17, s.W = 6;
+      check(s, true, 3, isa, pool, false);
+      s.N = 1, s.H = 3, s.W = 40;
+      check(s, true, 1, isa, pool, true);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(ConvKernel, ValidRejectsBadShapes) {
+  EXPECT_TRUE(shape(1, 4, 5, 5, 4, 3, 3).valid());
+  EXPECT_FALSE(shape(1, 4, 2, 5, 4, 3, 3).valid());           // window taller than the input
+  EXPECT_FALSE(shape(1, 6, 5, 5, 4, 3, 3, 1, 1, 4).valid());  // groups do not divide C
+  EXPECT_FALSE(shape(1, 4, 5, 5, 4, 3, 3, 0).valid());        // stride 0
+}
+
+} // namespace
+} // namespace kiln::kernels
