@@ -90,7 +90,8 @@ int optCommand(const std::vector<std::string> &argv) {
   }
   if (args->flag("help-passes")) {
     for (const std::string &name : allPassNames()) std::cout << name << "\n";
-    for (int l = 0; l <= 3; ++l) std::cout << "-O" << l << ": " << joined(pipelineForLevel(l)) << "\n";
+    for (int l = 0; l <= 3; ++l)
+      std::cout << "-O" << l << ": " << joined(pipelineForLevel(l)) << "\n";
     return 0;
   }
   PipelineOptions pipeline;

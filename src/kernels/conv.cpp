@@ -177,6 +177,7 @@ size_t PackedConv::workspaceBytes(const ConvShape &s, int threads) const {
 void PackedConv::run(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                      void *workspace, runtime::ThreadPool *pool) const {
   runtime::ThreadPool &p = pool ? *pool : runtime::ThreadPool::global();
+  assert(reinterpret_cast<uintptr_t>(workspace) % 64 == 0 && "workspace must be 64-byte aligned");
   if (algo_ == ConvAlgo::kDepthwise)
     runDepthwise(s, x, y, ep, p);
   else

@@ -1,13 +1,20 @@
 // The depthwise conv plane kernel with AVX-512: 16 output columns per
-// vector, one accumulator per vector started at the bias, one FMA per tap
-// with the tap broadcast from memory. Interior vectors load straight from
-// the input row (stride 2: two loads and a vpermt2ps keep the even
-// columns); vectors that touch the left/right padding or the row's end use
-// masked loads (padding reads as 0, never faults), and padding rows are
-// skipped, so no padded copy of the plane is made. Specialized for 3x3 and
-// 5x5 windows (MobileNetV3 / PP-OCR) and strides 1 and 2; other shapes take
-// the generic loops. Compiled with -mavx512f -mavx512vl -mfma (see
-// gemm_microkernel.h for why nothing else is included).
+// vector, bias-initialized accumulators, one FMA per tap.
+//
+// Fast path (3x3 and 5x5 windows, strides 1 and 2, column dilation 1: every
+// depthwise layer of MobileNetV3 / PP-OCR): the column geometry is the same
+// for every output row, so each 16-column chunk's load masks (padding reads
+// as 0 and never faults) are computed once per call, not per row and tap;
+// rows whose window lies inside the input use taps held in registers and a
+// fully unrolled window. Stride 2 loads each input row of a chunk once (3
+// vectors: the 32 + S - 1 columns the chunk's windows span) and derives
+// every tap's columns with permutes (even/odd lanes, shifted by one or two),
+// instead of two loads and a permute per tap.
+//
+// Other shapes (other sizes, strides, dilations) take the generic loops
+// with per-tap masks (stride 1, 2) or gathers. No padded copy of the plane is
+// made. Compiled with -mavx512f -mavx512vl -mfma (see gemm_microkernel.h
+// for why nothing else is included).
 #include "kernels/conv_kernels.h"
 
 #include <immintrin.h>
@@ -15,49 +22,49 @@
 namespace kiln::kernels::detail {
 namespace {
 
-inline __mmask16 bitRange(int64_t lo, int64_t hi) {
+// Bits [lo, hi) of a 64-bit mask, clipped to [0, 64).
+inline uint64_t bitRange(int64_t lo, int64_t hi) {
   lo = lo < 0 ? 0 : lo;
-  hi = hi > 16 ? 16 : hi;
+  hi = hi > 64 ? 64 : hi;
   if (hi <= lo) return 0;
-  return __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1));
+  const uint64_t upto = hi >= 64 ? ~uint64_t(0) : (uint64_t(1) << hi) - 1;
+  return upto & ~((uint64_t(1) << lo) - 1);
 }
 
-// Input columns iw0 + l*SW (l < lanes) of `row`, 0 outside [0, W).
-template <int SW>
-__attribute__((always_inline)) inline __m512 loadMasked(const float *row, int64_t iw0, int lanes,
-                                                        int64_t W, int64_t sw) {
-  if constexpr (SW == 1) {
-    return _mm512_maskz_loadu_ps(bitRange(-iw0, lanes < W - iw0 ? lanes : W - iw0), row + iw0);
-  } else if constexpr (SW == 2) {
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    // Element t = 2l of row + iw0; 32-bit mask over t.
-    int64_t lo = -iw0 < 0 ? 0 : -iw0, hi = 2 * lanes - 1 < W - iw0 ? 2 * lanes - 1 : W - iw0;
-    hi = hi > 32 ? 32 : hi;
-    const uint32_t m =
-        hi <= lo ? 0u : (hi >= 32 ? ~0u : (1u << hi) - 1) & ~((1u << (lo > 31 ? 31 : lo)) - 1);
-    __m512 a = _mm512_maskz_loadu_ps(__mmask16(m), row + iw0);
-    __m512 b = _mm512_maskz_loadu_ps(__mmask16(m >> 16), row + iw0 + 16);
-    return _mm512_permutex2var_ps(a, even, b);
-  } else {
-    const __m512i idx = _mm512_add_epi32(
-        _mm512_set1_epi32(int32_t(iw0)),
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32(int32_t(sw))));
-    __mmask16 m = bitRange(0, lanes) & _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512()) &
-                  _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(int32_t(W)));
-    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, row, 4);
+inline void finishRows(const DepthwiseArgs &a, int64_t oh, int64_t &batchStart) {
+  if (a.opCount && ((oh + 1 - batchStart) * a.outW >= kEpilogueBatch || oh + 1 == a.oh1)) {
+    a.epilogue(a.ops, a.opCount, a.y + batchStart * a.outW, 0, a.channel, batchStart * a.outW, 1,
+               (oh + 1 - batchStart) * a.outW);
+    batchStart = oh + 1;
   }
 }
 
-// SW: stride 1, 2 or 0 (any); KS: window width 3, 5 or 0 (any).
-template <int SW, int KS> void planeRows(const DepthwiseArgs &a) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const int64_t S = KS ? KS : a.S;
-  const int64_t sw = SW ? SW : a.strideW, dw = a.dilationW;
-  // An interior vector's loads (16 floats, 32 for stride 2) stay in the row.
-  const int64_t span = SW == 1 ? 16 : 32;
-  const __m512 bias = _mm512_set1_ps(a.bias);
+// ---- generic path: any window, stride and dilation -------------------------
+
+// Input columns iw0 + l*sw (l < lanes) of `row`, 0 outside [0, W).
+__attribute__((always_inline)) inline __m512 loadColumns(const float *row, int64_t iw0, int lanes,
+                                                         int64_t W, int64_t sw) {
+  if (sw == 1)
+    return _mm512_maskz_loadu_ps(__mmask16(bitRange(-iw0, lanes < W - iw0 ? lanes : W - iw0)),
+                                 row + iw0);
+  if (sw == 2) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const uint64_t m = bitRange(-iw0, 2 * lanes - 1 < W - iw0 ? 2 * lanes - 1 : W - iw0);
+    return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(__mmask16(m), row + iw0), even,
+                                  _mm512_maskz_loadu_ps(__mmask16(m >> 16), row + iw0 + 16));
+  }
+  const __m512i idx = _mm512_add_epi32(
+      _mm512_set1_epi32(int32_t(iw0)),
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int32_t(sw))));
+  const __mmask16 m = __mmask16(bitRange(0, lanes)) &
+                      _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512()) &
+                      _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32(int32_t(W)));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, row, 4);
+}
+
+void planeGeneric(const DepthwiseArgs &a) {
   int64_t batchStart = a.oh0;
   for (int64_t oh = a.oh0; oh < a.oh1; ++oh) {
     int64_t rBegin, rEnd;
@@ -66,61 +73,147 @@ template <int SW, int KS> void planeRows(const DepthwiseArgs &a) {
     float *yrow = a.y + oh * a.outW;
     for (int64_t ow0 = 0; ow0 < a.outW; ow0 += 16) {
       const int lanes = a.outW - ow0 < 16 ? int(a.outW - ow0) : 16;
-      const int64_t iwBase = ow0 * sw - a.padLeft;
-      const bool interior =
-          SW != 0 && lanes == 16 && iwBase >= 0 && iwBase + (S - 1) * dw + span <= a.W;
-      __m512 acc = bias;
+      const int64_t iwBase = ow0 * a.strideW - a.padLeft;
+      __m512 acc = _mm512_set1_ps(a.bias);
       for (int64_t r = rBegin; r < rEnd; ++r) {
         const float *xrow = a.x + (ih0 + r * a.dilationH) * a.W;
-        const float *wr = a.w + r * S;
-        if (interior) {
-#pragma GCC unroll 5
-          for (int64_t s = 0; s < S; ++s) {
-            const float *p = xrow + iwBase + s * dw;
-            __m512 v = SW == 1 ? _mm512_loadu_ps(p)
-                               : _mm512_permutex2var_ps(_mm512_loadu_ps(p), even,
-                                                        _mm512_loadu_ps(p + 16));
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(wr[s]), v, acc);
-          }
-        } else {
-#pragma GCC unroll 5
-          for (int64_t s = 0; s < S; ++s)
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(wr[s]),
-                                  loadMasked<SW>(xrow, iwBase + s * dw, lanes, a.W, sw), acc);
-        }
+        for (int64_t s = 0; s < a.S; ++s)
+          acc = _mm512_fmadd_ps(
+              _mm512_set1_ps(a.w[r * a.S + s]),
+              loadColumns(xrow, iwBase + s * a.dilationW, lanes, a.W, a.strideW), acc);
       }
-      _mm512_mask_storeu_ps(yrow + ow0, bitRange(0, lanes), acc);
+      _mm512_mask_storeu_ps(yrow + ow0, __mmask16(bitRange(0, lanes)), acc);
     }
-    if (a.opCount && ((oh + 1 - batchStart) * a.outW >= kEpilogueBatch || oh + 1 == a.oh1)) {
-      a.epilogue(a.ops, a.opCount, a.y + batchStart * a.outW, 0, a.channel, batchStart * a.outW, 1,
-                 (oh + 1 - batchStart) * a.outW);
-      batchStart = oh + 1;
-    }
+    finishRows(a, oh, batchStart);
   }
 }
 
-template <int SW> void dispatchWidth(const DepthwiseArgs &a) {
-  switch (a.S) {
-  case 3:
-    return planeRows<SW, 3>(a);
-  case 5:
-    return planeRows<SW, 5>(a);
-  default:
-    return planeRows<SW, 0>(a);
+// ---- fast path: KS x KS window, stride SW in {1, 2}, column dilation 1 -----
+
+constexpr int kMaxChunks = 64; // chunks per column batch (1024 output columns)
+
+// Per chunk: first input column and masks. Stride 1: mask[s] for tap s's
+// 16 columns. Stride 2: one 48-bit mask over the 3 vectors loaded from iw.
+struct Chunk {
+  int64_t iw;
+  uint64_t mask[5];
+  __mmask16 out;
+};
+
+// The columns tap s of the window reads for a chunk, from one input row.
+template <int SW, int KS> struct RowTaps {
+  __m512 v[KS];
+  __attribute__((always_inline)) inline RowTaps(const float *row, const Chunk &c) {
+    const float *p = row + c.iw;
+    if constexpr (SW == 1) {
+#pragma GCC unroll 5
+      for (int s = 0; s < KS; ++s) v[s] = _mm512_maskz_loadu_ps(__mmask16(c.mask[s]), p + s);
+    } else {
+      // Columns t = 0..47 from p; tap s at output lane l reads t = 2l + s.
+      const uint64_t m = c.mask[0];
+      const __m512 A = _mm512_maskz_loadu_ps(__mmask16(m), p);
+      const __m512 B = _mm512_maskz_loadu_ps(__mmask16(m >> 16), p + 16);
+      const __m512 C = _mm512_maskz_loadu_ps(__mmask16(m >> 32), p + 32);
+      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+      const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+      v[0] = _mm512_permutex2var_ps(A, even, B); // t = 2l
+      v[1] = _mm512_permutex2var_ps(A, odd, B);  // t = 2l + 1
+      // t = 2l + 2: lanes 1..15 of v[0], then C[0] (t = 32).
+      v[2] = _mm512_permutex2var_ps(v[0], next, C);
+      if constexpr (KS == 5) {
+        const __m512i next2 =
+            _mm512_setr_epi32(2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18);
+        const __m512i nextOdd =
+            _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17);
+        v[3] = _mm512_permutex2var_ps(v[1], nextOdd, C); // t = 2l + 3
+        v[4] = _mm512_permutex2var_ps(v[0], next2, C);   // t = 2l + 4
+      }
+    }
+  }
+};
+
+template <int SW, int KS> void planeFast(const DepthwiseArgs &a) {
+  __m512 w[KS * KS];
+#pragma GCC unroll 25
+  for (int i = 0; i < KS * KS; ++i) w[i] = _mm512_set1_ps(a.w[i]);
+  const __m512 bias = _mm512_set1_ps(a.bias);
+  const int64_t chunks = (a.outW + 15) / 16;
+  Chunk info[kMaxChunks];
+  int64_t batchStart = a.oh0;
+  for (int64_t cb = 0; cb < chunks; cb += kMaxChunks) {
+    const int64_t ce = chunks - cb < kMaxChunks ? chunks : cb + kMaxChunks;
+    for (int64_t c = cb; c < ce; ++c) {
+      Chunk &k = info[c - cb];
+      const int64_t ow0 = c * 16, lanes = a.outW - ow0 < 16 ? a.outW - ow0 : 16;
+      k.iw = ow0 * SW - a.padLeft;
+      k.out = __mmask16(bitRange(0, lanes));
+      // Column t from k.iw is needed up to the last lane's last tap, and
+      // must lie in [0, W).
+      const int64_t need = (lanes - 1) * SW + KS, lo = -k.iw, hi = a.W - k.iw;
+      if constexpr (SW == 1) {
+        for (int s = 0; s < KS; ++s)
+          k.mask[s] = bitRange(lo - s, (need < hi ? need : hi) - s) & 0xFFFF;
+      } else {
+        k.mask[0] = bitRange(lo, need < hi ? need : hi);
+      }
+    }
+    const bool wholeRows = cb == 0 && ce == chunks;
+    for (int64_t oh = a.oh0; oh < a.oh1; ++oh) {
+      int64_t rBegin, rEnd;
+      validTapRows(a, oh, rBegin, rEnd);
+      const float *x0 = a.x + (oh * a.strideH - a.padTop) * a.W;
+      const int64_t rowStep = a.dilationH * a.W;
+      float *yrow = a.y + oh * a.outW;
+      if (rBegin == 0 && rEnd == KS) {
+        for (int64_t c = cb; c < ce; ++c) {
+          const Chunk &k = info[c - cb];
+          __m512 acc0 = bias, acc1 = _mm512_setzero_ps();
+#pragma GCC unroll 5
+          for (int r = 0; r < KS; ++r) {
+            RowTaps<SW, KS> t(x0 + r * rowStep, k);
+#pragma GCC unroll 5
+            for (int s = 0; s < KS; ++s) {
+              if (r % 2 == 0)
+                acc0 = _mm512_fmadd_ps(w[r * KS + s], t.v[s], acc0);
+              else
+                acc1 = _mm512_fmadd_ps(w[r * KS + s], t.v[s], acc1);
+            }
+          }
+          _mm512_mask_storeu_ps(yrow + c * 16, k.out, _mm512_add_ps(acc0, acc1));
+        }
+      } else {
+        for (int64_t c = cb; c < ce; ++c) {
+          const Chunk &k = info[c - cb];
+          __m512 acc = bias;
+          for (int64_t r = rBegin; r < rEnd; ++r) {
+            RowTaps<SW, KS> t(x0 + r * rowStep, k);
+#pragma GCC unroll 5
+            for (int s = 0; s < KS; ++s)
+              acc = _mm512_fmadd_ps(_mm512_set1_ps(a.w[r * KS + s]), t.v[s], acc);
+          }
+          _mm512_mask_storeu_ps(yrow + c * 16, k.out, acc);
+        }
+      }
+      if (wholeRows) {
+        finishRows(a, oh, batchStart);
+      } else if (a.opCount) {
+        const int64_t col0 = cb * 16, cols = (ce * 16 < a.outW ? ce * 16 : a.outW) - col0;
+        a.epilogue(a.ops, a.opCount, yrow + col0, 0, a.channel, oh * a.outW + col0, 1, cols);
+      }
+    }
   }
 }
 
 } // namespace
 
 void depthwiseAvx512(const DepthwiseArgs &a) {
-  switch (a.strideW) {
-  case 1:
-    return dispatchWidth<1>(a);
-  case 2:
-    return dispatchWidth<2>(a);
-  default:
-    return planeRows<0, 0>(a);
+  if (a.R == a.S && a.dilationW == 1 && (a.strideW == 1 || a.strideW == 2)) {
+    const bool s1 = a.strideW == 1;
+    if (a.S == 3) return s1 ? planeFast<1, 3>(a) : planeFast<2, 3>(a);
+    if (a.S == 5) return s1 ? planeFast<1, 5>(a) : planeFast<2, 5>(a);
   }
+  planeGeneric(a);
 }
 
 } // namespace kiln::kernels::detail

@@ -61,12 +61,18 @@ void depthwiseAvx512(const DepthwiseArgs &a);
 constexpr int64_t kEpilogueBatch = 256;
 
 // Valid tap rows for output row oh: r in [rBegin, rEnd) keeps the input row
-// inside [0, H). Shared by every ISA's depthwise kernel.
+// inside [0, H). Shared by every ISA's depthwise kernel; called once per
+// output row, so the common dilation 1 avoids integer divisions.
 inline void validTapRows(const DepthwiseArgs &a, int64_t oh, int64_t &rBegin, int64_t &rEnd) {
   const int64_t ih0 = oh * a.strideH - a.padTop;
-  rBegin = ih0 >= 0 ? 0 : (-ih0 + a.dilationH - 1) / a.dilationH;
   const int64_t last = a.H - 1 - ih0; // r * dilationH <= last
-  rEnd = last < 0 ? 0 : last / a.dilationH + 1;
+  if (a.dilationH == 1) {
+    rBegin = ih0 >= 0 ? 0 : -ih0;
+    rEnd = last < 0 ? 0 : last + 1;
+  } else {
+    rBegin = ih0 >= 0 ? 0 : (-ih0 + a.dilationH - 1) / a.dilationH;
+    rEnd = last < 0 ? 0 : last / a.dilationH + 1;
+  }
   if (rEnd > a.R) rEnd = a.R;
   if (rBegin > rEnd) rBegin = rEnd;
 }

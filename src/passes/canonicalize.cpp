@@ -16,9 +16,10 @@
 //             static but for at most one dim become Reshape by a constant
 //             target (the free dim as -1), so later stages see one view op
 //             and shape-computing chains lose their last use.
-//         Graph outputs keep their names: a removal that would rename one
-//         (the replacement is a graph input, an outer value or another
-//         output) does not happen. Nodes left unused are erased.
+//         The model's outputs keep their names: a removal that would rename
+//         one (the replacement is a model input or another output) does not
+//         happen; region outputs are positional and may become any visible
+//         value. Nodes left unused are erased.
 //
 // Algorithm: the patterns below, run to a fixpoint by the pattern driver
 // (rewrite.h):

@@ -51,8 +51,7 @@ namespace {
 constexpr size_t kSmallBytes = 16 * 1024;
 
 bool mayFold(const Node &n, Rewriter &rw) {
-  if (n.op() == OpKind::Constant || !n.regions().empty() || !isDeterministic(n.op()))
-    return false;
+  if (n.op() == OpKind::Constant || !n.regions().empty() || !isDeterministic(n.op())) return false;
   for (Value *out : n.outputs())
     if (!rw.canReplace(out)) return false;
   return true;

@@ -97,8 +97,7 @@ std::optional<Tensor> foldedBias(const Value *bias, const Affine &a) {
 template <class F> Tensor scaled(const Tensor &w, const Affine &a, F channelOf) {
   Tensor out = w.clone();
   float *d = out.data<float>();
-  for (int64_t i = 0; i < out.numel(); ++i)
-    d[i] = static_cast<float>(d[i] * a.scale[channelOf(i)]);
+  for (int64_t i = 0; i < out.numel(); ++i) d[i] = static_cast<float>(d[i] * a.scale[channelOf(i)]);
   return out;
 }
 
@@ -162,8 +161,7 @@ bool foldIntoGemm(Node &gemm, const Affine &a, Rewriter &rw) {
 // MatMul keeps no bias: B's columns are scaled and t is added after it.
 Value *foldIntoMatMul(Node &mm, const Affine &a, Rewriter &rw) {
   const Tensor *b = ownWeight(mm.input(1), rw, 2);
-  if (!b || b->rank() != 2 || rankOf(mm.input(0)) != 2 || b->dim(1) != channels(a))
-    return nullptr;
+  if (!b || b->rank() != 2 || rankOf(mm.input(0)) != 2 || b->dim(1) != channels(a)) return nullptr;
   const int64_t cols = b->dim(1);
   setConstantInput(mm, 1, scaled(*b, a, [&](int64_t i) { return i % cols; }), rw);
   Value *t = rw.constant(*mm.owner(), vectorOf(a.shift, {cols}), mm.output(0)->name() + ".bn");
@@ -257,12 +255,12 @@ bool asMulAdd(Node &bn, Rewriter &rw) {
 }
 
 const PatternSet &fuseBatchnormPatterns() {
-  static const PatternSet set{"fuse-batchnorm",
-                              {
-                                  {"fold-into-producer", OpKind::BatchNormalization,
-                                   foldIntoProducer},
-                                  {"as-mul-add", OpKind::BatchNormalization, asMulAdd},
-                              }};
+  static const PatternSet set{
+      "fuse-batchnorm",
+      {
+          {"fold-into-producer", OpKind::BatchNormalization, foldIntoProducer},
+          {"as-mul-add", OpKind::BatchNormalization, asMulAdd},
+      }};
   return set;
 }
 

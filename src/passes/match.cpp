@@ -26,6 +26,12 @@ std::optional<std::vector<int64_t>> intsOf(const Value *v) {
   return out;
 }
 
+bool isScalarFor(const Value *c, const Value *x, double value, double tol) {
+  std::optional<double> v = scalarOf(c);
+  std::optional<int64_t> rank = rankOf(x);
+  return v && rank && near(*v, value, tol) && constantOf(c)->rank() <= *rank;
+}
+
 bool isSplat(const Value *v, double x) {
   const Tensor *t = constantOf(v);
   if (!t || !(isNumeric(t->dtype()) || t->dtype() == DType::Bool)) return false;
@@ -119,8 +125,10 @@ void collectProduct(Value *v, const Node &root, const Rewriter &rw, Product &p, 
 
 Product productOf(Value *v, const Rewriter &rw) {
   Product p;
-  if (v->producer()) collectProduct(v, *v->producer(), rw, p, true);
-  else p.factors.push_back(v);
+  if (v->producer())
+    collectProduct(v, *v->producer(), rw, p, true);
+  else
+    p.factors.push_back(v);
   return p;
 }
 

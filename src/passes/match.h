@@ -19,6 +19,9 @@ const Tensor *constantOf(const Value *v);
 std::optional<double> scalarOf(const Value *v);
 // Every element of an integer constant, else nullopt.
 std::optional<std::vector<int64_t>> intsOf(const Value *v);
+// Whether `c` is a one-element constant near `value` whose rank is not above
+// x's, so that broadcasting it against x leaves x's shape as it is.
+bool isScalarFor(const Value *c, const Value *x, double value, double tol = 1e-5);
 // Whether every element of a numeric or bool constant equals `x`.
 bool isSplat(const Value *v, double x);
 

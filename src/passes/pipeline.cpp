@@ -11,24 +11,27 @@
 //    removes what cse and folding left.
 #include "passes/pipeline.h"
 
+#include <initializer_list>
+
 namespace kiln {
 
 std::vector<std::string> pipelineForLevel(int level) {
   std::vector<std::string> passes;
+  auto add = [&](std::initializer_list<const char *> names) {
+    for (const char *name : names) passes.emplace_back(name);
+  };
   if (level <= 0) return passes;
   // -O1: cheap cleanups that every later stage relies on.
-  passes = {"canonicalize", "fold-constants", "dce"};
+  add({"canonicalize", "fold-constants", "dce"});
   if (level == 1) return passes;
   // -O2: graph rewrites that raise the level of the ops.
-  for (const char *p : {"cse", "fuse-batchnorm", "recognize-layernorm", "recognize-gelu",
-                        "recognize-hardswish", "recognize-softmax", "canonicalize",
-                        "fold-constants", "dce"})
-    passes.emplace_back(p);
+  add({"cse", "fuse-batchnorm"});
+  add({"recognize-layernorm", "recognize-gelu", "recognize-hardswish", "recognize-softmax"});
+  add({"canonicalize", "fold-constants", "dce"});
   if (level == 2) return passes;
   // -O3: fusion, once the graph is in its final op vocabulary. Epilogues
   // first, so a conv claims its activation before elementwise chains form.
-  passes.emplace_back("fuse-epilogues");
-  passes.emplace_back("fuse-elementwise");
+  add({"fuse-epilogues", "fuse-elementwise"});
   return passes;
 }
 

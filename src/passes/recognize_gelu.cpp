@@ -30,14 +30,13 @@
 namespace kiln {
 namespace {
 
-// The operand of `a` = Add(v, c) or Add(c, v) where c is a constant ~ `c`.
-Value *addendOf(Value *a, double c, const Rewriter &rw) {
+// The operand of `a` = Add(v, c) or Add(c, v) where c is a constant ~ `c`
+// that does not broadcast x up.
+Value *addendOf(Value *a, double c, const Value *x, const Rewriter &rw) {
   Node *add = producedBy(a, OpKind::Add);
   if (!add || !rw.hasOneUse(a)) return nullptr;
-  for (int k = 0; k < 2; ++k) {
-    std::optional<double> s = scalarOf(add->input(k));
-    if (s && near(*s, c)) return add->input(1 - k);
-  }
+  for (int k = 0; k < 2; ++k)
+    if (isScalarFor(add->input(k), x, c)) return add->input(1 - k);
   return nullptr;
 }
 
@@ -55,7 +54,7 @@ bool isScaledX(Value *z, Value *x, double scale, const Rewriter &rw) {
 }
 
 bool matchesErfForm(Value *x, Value *a, const Rewriter &rw) {
-  Value *z = ownInputOf(addendOf(a, 1.0, rw), OpKind::Erf, rw);
+  Value *z = ownInputOf(addendOf(a, 1.0, x, rw), OpKind::Erf, rw);
   return isScaledX(z, x, M_SQRT1_2, rw);
 }
 
@@ -69,7 +68,7 @@ bool isCubicTerm(Value *q, Value *x, const Rewriter &rw) {
     Node *pow = producedBy(f, OpKind::Pow);
     if (f == x) {
       ++power;
-    } else if (pow && pow->input(0) == x && rw.hasOneUse(f) && scalarOf(pow->input(1)) == 3.0) {
+    } else if (pow && pow->input(0) == x && rw.hasOneUse(f) && isScalarFor(pow->input(1), x, 3)) {
       power += 3;
     } else {
       return false;
@@ -79,7 +78,7 @@ bool isCubicTerm(Value *q, Value *x, const Rewriter &rw) {
 }
 
 bool matchesTanhForm(Value *x, Value *a, const Rewriter &rw) {
-  Value *u = ownInputOf(addendOf(a, 1.0, rw), OpKind::Tanh, rw);
+  Value *u = ownInputOf(addendOf(a, 1.0, x, rw), OpKind::Tanh, rw);
   if (!u || !rw.hasOneUse(u)) return false;
   Product pu = productOf(u, rw);
   if (pu.factors.size() != 1 || !near(pu.constant, std::sqrt(2 / M_PI), 1e-4) ||

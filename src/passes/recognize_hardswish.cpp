@@ -31,19 +31,14 @@ bool isHardSigmoidOf(Value *h, Value *x, const Rewriter &rw) {
 
 bool isRelu6OfXPlus3(Value *c, Value *x, const Rewriter &rw) {
   Node *clip = producedBy(c, OpKind::Clip);
-  if (!clip || !rw.hasOneUse(c) || scalarOf(clip->input(1)) != 0.0 ||
-      !scalarOf(clip->input(2)) || !near(*scalarOf(clip->input(2)), 6))
+  if (!clip || !rw.hasOneUse(c) || !isScalarFor(clip->input(1), x, 0) ||
+      !isScalarFor(clip->input(2), x, 6))
     return false;
   Value *a = clip->input(0);
   Node *add = producedBy(a, OpKind::Add);
   if (!add || !rw.hasOneUse(a)) return false;
-  for (int k = 0; k < 2; ++k) {
-    std::optional<double> three = scalarOf(add->input(1 - k));
-    Product shift; // reuse the rank/dtype check on the one constant
-    shift.constants.push_back(add->input(1 - k));
-    if (add->input(k) == x && three && near(*three, 3) && constantsBroadcastInto(shift, x))
-      return true;
-  }
+  for (int k = 0; k < 2; ++k)
+    if (add->input(k) == x && isScalarFor(add->input(1 - k), x, 3)) return true;
   return false;
 }
 

@@ -68,12 +68,12 @@ std::optional<StdDev> matchStdDev(Value *sd, Value *d, const Node &mean, const R
     Value *v = add->input(k);
     Node *var = producedBy(v, OpKind::ReduceMean);
     if (!eps || !var || !rw.hasOneUse(v) || trailingMeanAxis(*var) != trailingMeanAxis(mean) ||
-        rankOf(add->input(1 - k)) > rankOf(v))
+        !isScalarFor(add->input(1 - k), v, *eps))
       continue;
     Value *sq = var->input(0);
     Node *pow = producedBy(sq, OpKind::Pow), *mul = producedBy(sq, OpKind::Mul);
     if (!rw.hasOneUse(sq)) continue;
-    if (pow && pow->input(0) == d && scalarOf(pow->input(1)) == 2.0) return StdDev{*eps, 1};
+    if (pow && pow->input(0) == d && isScalarFor(pow->input(1), d, 2)) return StdDev{*eps, 1};
     if (mul && mul->input(0) == d && mul->input(1) == d) return StdDev{*eps, 2};
   }
   return std::nullopt;
@@ -144,8 +144,10 @@ bool absorbAffine(Node &root, Rewriter &rw) {
     if (!param || !scale || (ln->input(2) && !bias)) continue;
     const bool mul = root.op() == OpKind::Mul;
     if (mul) *scale = scale->clone();
-    if (bias) *bias = bias->clone();
-    else if (!mul) bias = Tensor(x->type().dtype(), *dims);
+    if (bias)
+      *bias = bias->clone();
+    else if (!mul)
+      bias = Tensor(x->type().dtype(), *dims);
     for (int64_t i = 0; i < param->numel(); ++i) {
       double p = param->getDouble(i);
       if (mul) scale->setDouble(i, scale->getDouble(i) * p);

@@ -69,7 +69,9 @@ bool isDeterministic(OpKind op) {
 
 // ---- Rewriter -------------------------------------------------------------------
 
-Rewriter::Rewriter(Graph &top) : top_(top) { addUses(top); }
+Rewriter::Rewriter(Graph &top) : top_(top) {
+  addUses(top);
+}
 
 void Rewriter::addUses(Graph &g) {
   for (auto &n : g.nodes()) addNodeUses(*n);

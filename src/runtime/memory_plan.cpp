@@ -37,10 +37,6 @@ double uniform01(uint64_t &state) {
   return double((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
 }
 
-bool liveTogether(const BufferLifetime &a, const BufferLifetime &b) {
-  return a.firstStep <= b.lastStep && b.firstStep <= a.lastStep;
-}
-
 // The most aligned bytes live at any one step: a sweep over start and end
 // events, ends first at equal steps, so a buffer ending at step s and one
 // starting at s + 1 are never counted together.
@@ -117,7 +113,7 @@ public:
     byOffset_.clear();
     int64_t arena = 0;
     for (uint32_t i : order) {
-      int64_t offset = lists_ ? lowestFitSparse(i, offsets) : lowestFitDense(i, offsets);
+      int64_t offset = lists_ ? lowestFitSparse(i, offsets) : lowestFitDense(i);
       offsets[i] = offset;
       placed_[i] = true;
       arena = std::max(arena, offset + sizes_[i]);
@@ -144,26 +140,32 @@ private:
   }
 
   // Dense plans: walks every placed buffer, kept in offset order, skipping
-  // those not live with i; no per-placement sort, so O(n) a placement.
-  int64_t lowestFitDense(uint32_t i, const std::vector<int64_t> &offsets) {
+  // those not live with i; no per-placement sort, so O(n) a placement. The
+  // entries carry their lifetimes so the walk reads one array in order.
+  int64_t lowestFitDense(uint32_t i) {
+    const BufferLifetime &b = buffers_[i];
     int64_t offset = 0;
-    for (uint32_t j : byOffset_) {
-      if (!liveTogether(buffers_[i], buffers_[j])) continue;
-      if (offsets[j] >= offset + sizes_[i]) break;
-      offset = std::max(offset, offsets[j] + sizes_[j]);
+    for (const Placed &p : byOffset_) {
+      if (p.lastStep < b.firstStep || p.firstStep > b.lastStep) continue;
+      if (p.offset >= offset + sizes_[i]) break;
+      offset = std::max(offset, p.end);
     }
     auto at = std::upper_bound(byOffset_.begin(), byOffset_.end(), offset,
-                               [&](int64_t off, uint32_t j) { return off < offsets[j]; });
-    byOffset_.insert(at, i);
+                               [](int64_t off, const Placed &p) { return off < p.offset; });
+    byOffset_.insert(at, {offset, offset + sizes_[i], b.firstStep, b.lastStep});
     return offset;
   }
 
+  struct Placed {
+    int64_t offset, end;
+    int32_t firstStep, lastStep;
+  };
   const std::vector<BufferLifetime> &buffers_;
   const std::vector<int64_t> &sizes_;
   const ConflictLists *lists_; // null for a dense plan
   std::vector<bool> placed_;
   std::vector<std::pair<int64_t, int64_t>> spans_; // [offset, end) of placed conflicts
-  std::vector<uint32_t> byOffset_;                 // dense plans: placed buffers by offset
+  std::vector<Placed> byOffset_;                   // dense plans: placed buffers by offset
 };
 
 // Orders buffers by priority, highest first; ties go to the earlier first

@@ -54,11 +54,10 @@ void expectPassOutput(const std::string &pass, const std::string &testCase) {
 }
 
 TEST(PassRegistry, ListsEveryPassByItsName) {
-  EXPECT_EQ(allPassNames(),
-            (std::vector<std::string>{"canonicalize", "fold-constants", "cse", "dce",
-                                      "fuse-batchnorm", "recognize-layernorm", "recognize-gelu",
-                                      "recognize-hardswish", "recognize-softmax", "fuse-epilogues",
-                                      "fuse-elementwise"}));
+  EXPECT_EQ(allPassNames(), (std::vector<std::string>{
+                                "canonicalize", "fold-constants", "cse", "dce", "fuse-batchnorm",
+                                "recognize-layernorm", "recognize-gelu", "recognize-hardswish",
+                                "recognize-softmax", "fuse-epilogues", "fuse-elementwise"}));
   for (const std::string &name : allPassNames()) EXPECT_EQ(findPass(name)->name(), name);
   EXPECT_EQ(findPass("no-such-pass"), nullptr);
 }
@@ -88,7 +87,8 @@ TEST(PassPipeline, PrintsAfterTheNamedPasses) {
 
 TEST(PassPipeline, LevelsGrowFromNothingAndNameRegisteredPasses) {
   EXPECT_TRUE(pipelineForLevel(0).empty());
-  EXPECT_EQ(pipelineForLevel(1), (std::vector<std::string>{"canonicalize", "fold-constants", "dce"}));
+  EXPECT_EQ(pipelineForLevel(1),
+            (std::vector<std::string>{"canonicalize", "fold-constants", "dce"}));
   for (int level = 1; level <= 3; ++level) {
     std::vector<std::string> lower = pipelineForLevel(level - 1), passes = pipelineForLevel(level);
     ASSERT_GE(passes.size(), lower.size());
@@ -173,8 +173,8 @@ std::string weightText(const std::string &name, int64_t rows, int64_t cols) {
     }
   }
   std::string type = "f32[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
-  return "  %" + name + " = Constant() {value = dense<" + type + "> hex\"" + hex + "\"} : " +
-         type + "\n";
+  return "  %" + name + " = Constant() {value = dense<" + type + "> hex\"" + hex + "\"} : " + type +
+         "\n";
 }
 
 std::string foldedWithWeightsElided(const std::string &text) {

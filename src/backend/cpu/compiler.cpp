@@ -64,13 +64,22 @@ public:
 
   std::vector<kir::Kernel> kernels;
   // Each kernel step with the index of the kernel it runs.
-  std::vector<std::pair<ElementwiseStep *, int>> kernelSteps;
+  std::vector<std::pair<KernelStep *, int>> kernelSteps;
 
 private:
   Expected<int> slotOf(Scope &scope, const Value *v);
   Status addNode(Scope &scope, const Node &node);
   bool tryElementwise(Scope &scope, const Node &node);
   bool tryMicrokernel(Scope &scope, const Node &node);
+  bool tryReduction(Scope &scope, const Node &node);
+  // Adds a kernel to compile, or finds an identical one; returns its index
+  // and renames `kernel` to the one that will run.
+  int internKernel(kir::Kernel &kernel);
+  std::vector<int> nodeInputSlots(Scope &scope, const Node &node) {
+    std::vector<int> in;
+    for (const Value *v : node.inputs()) in.push_back(v ? scope.slots.at(v) : -1);
+    return in;
+  }
   int newSlot(Scope &scope, const Value *v) {
     int slot = scope.program->numSlots++;
     scope.slots[v] = slot;
@@ -158,30 +167,55 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
     out.push_back(slot);
     outTypes.push_back(v->type().dtype());
   }
-  // Identical kernels (the same activation on many layers) are compiled
-  // once: the text without the name is the key.
-  const std::string text = printKernel(lowered->kernel);
-  const std::string key = text.substr(text.find('('));
-  auto [it, isNew] = kernelIndex_.emplace(key, static_cast<int>(kernels.size()));
-  if (isNew) {
-    kernels.push_back(lowered->kernel);
-    ++stats_.generatedKernels;
-  } else {
-    lowered->kernel.name = kernels[it->second].name;
-  }
+  const int index = internKernel(lowered->kernel);
   std::string label = "kernel " + lowered->kernel.name + " " + node.describe();
   if (fused) {
     label += " [";
     for (const Node *n : group.nodes) label += std::string(opName(n->op())) + " ";
     label.back() = ']';
   }
-  std::vector<int> nodeIn;
-  for (const Value *v : node.inputs()) nodeIn.push_back(v ? scope.slots.at(v) : -1);
+  std::vector<int> nodeIn = nodeInputSlots(scope, node);
   auto fallback = std::make_unique<InterpStep>(node, nodeIn, out,
                                                std::vector<std::pair<const Value *, int>>{});
   auto step = std::make_unique<ElementwiseStep>(label, std::move(*lowered), in, out, outTypes,
                                                 std::move(fallback));
-  kernelSteps.emplace_back(step.get(), it->second);
+  kernelSteps.emplace_back(step.get(), index);
+  scope.program->steps.push_back(std::move(step));
+  return true;
+}
+
+int ProgramBuilder::internKernel(kir::Kernel &kernel) {
+  // Identical kernels (the same activation on many layers) are compiled
+  // once: the text without the name is the key.
+  const std::string text = printKernel(kernel);
+  const std::string key = text.substr(text.find('('));
+  auto [it, isNew] = kernelIndex_.emplace(key, static_cast<int>(kernels.size()));
+  if (isNew) {
+    kernels.push_back(kernel);
+    ++stats_.generatedKernels;
+  } else {
+    kernel.name = kernels[it->second].name;
+  }
+  return it->second;
+}
+
+bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
+  if (!lower::canLowerReduction(node)) return false;
+  auto lowered = lower::lowerReduction(node, "k" + std::to_string(kernels.size()),
+                                       std::max(1, target_.lanes(4)));
+  if (!lowered.ok()) return false;
+  for (const Value *v : node.inputs())
+    if (v && !slotOf(scope, v).ok()) return false;
+  std::vector<int> in = nodeInputSlots(scope, node);
+  std::vector<int> out;
+  for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
+  const int index = internKernel(lowered->kernel);
+  auto fallback = std::make_unique<InterpStep>(node, in, out,
+                                               std::vector<std::pair<const Value *, int>>{});
+  auto step = std::make_unique<ReductionStep>("kernel " + lowered->kernel.name + " " +
+                                                  node.describe(),
+                                              std::move(*lowered), in, out[0], std::move(fallback));
+  kernelSteps.emplace_back(step.get(), index);
   scope.program->steps.push_back(std::move(step));
   return true;
 }
@@ -242,6 +276,7 @@ Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
   }
   if (tryMicrokernel(scope, node)) return Status::success();
   if (tryElementwise(scope, node)) return Status::success();
+  if (tryReduction(scope, node)) return Status::success();
 
   // Fallback: the interpreter's kernel for this node.
   ++stats_.interpSteps;
@@ -340,27 +375,28 @@ Expected<std::vector<RtValue>> CompiledModel::run(std::vector<RtValue> inputs) {
   frame.slots.resize(main_->numSlots);
   for (size_t i = 0; i < inputs.size(); ++i)
     frame.slots[main_->inputSlots[i]] = std::move(inputs[i]);
-  ExecContext ctx{pool_.get(), interpreter_.get()};
+  ExecContext ctx{pool_.get(), interpreter_.get(), profiling_ ? &profile_ : nullptr};
   return main_->run(frame, ctx);
 }
 
 void CompiledModel::setProfiling(bool on) {
-  profile_.assign(main_->steps.size(), 0.0);
-  main_->profile = on ? &profile_ : nullptr;
+  profile_.clear();
+  profiling_ = on;
 }
 
 std::string CompiledModel::profileReport() const {
-  std::vector<size_t> order(profile_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return profile_[a] > profile_[b]; });
+  std::vector<std::pair<const Step *, double>> order(profile_.begin(), profile_.end());
+  std::sort(order.begin(), order.end(), [](auto &a, auto &b) { return a.second > b.second; });
   double total = 0;
-  for (double t : profile_) total += t;
+  for (const auto &step : main_->steps) {
+    auto it = profile_.find(step.get());
+    if (it != profile_.end()) total += it->second;
+  }
   std::string out;
   char line[64];
-  for (size_t i : order) {
-    if (profile_[i] <= 0) continue;
-    std::snprintf(line, sizeof line, "%9.3f ms %5.1f%%  ", profile_[i], 100 * profile_[i] / total);
-    out += line + main_->steps[i]->describe() + "\n";
+  for (const auto &[step, ms] : order) {
+    std::snprintf(line, sizeof line, "%9.3f ms %5.1f%%  ", ms, total > 0 ? 100 * ms / total : 0.0);
+    out += line + step->describe() + "\n";
   }
   return out;
 }

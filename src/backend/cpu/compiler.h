@@ -41,8 +41,9 @@ public:
   const Model &model() const { return model_; }
   const CompileStats &stats() const { return stats_; }
   const Program &program() const { return *main_; }
-  // One line per step of the top-level program with its accumulated time
-  // (after runs with profiling on).
+  // One line per step (If branches included) with its accumulated time,
+  // slowest first (after runs with profiling on). An If's time includes its
+  // branch's steps.
   void setProfiling(bool on);
   std::string profileReport() const;
 
@@ -54,7 +55,8 @@ private:
   std::unique_ptr<codegen::CpuJit> jit_;
   std::unique_ptr<runtime::ThreadPool> pool_;
   std::unique_ptr<Interpreter> interpreter_;
-  std::vector<double> profile_;
+  bool profiling_ = false;
+  std::unordered_map<const Step *, double> profile_;
 };
 
 } // namespace kiln::cpu

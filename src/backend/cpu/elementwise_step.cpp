@@ -40,20 +40,23 @@ constexpr int64_t kChunkElements = 16384;
 // to split across threads.
 constexpr int64_t kFlatBlock = 1024;
 
+void KernelStep::launchRows(ExecContext &ctx, void *const *buffers, const int64_t *params,
+                            int64_t outer, int64_t rowElements) const {
+  const int64_t grain = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(rowElements, 1));
+  codegen::KernelEntry fn = entry_;
+  if (outer <= grain || !ctx.pool || ctx.pool->threads() == 1) {
+    fn(buffers, params, 0, outer);
+    return;
+  }
+  ctx.pool->parallelFor(outer, [&](int64_t b, int64_t e) { fn(buffers, params, b, e); }, grain);
+}
+
 void ElementwiseStep::launch(ExecContext &ctx, const std::vector<void *> &buffers,
                              const std::vector<int64_t> &extents) const {
   const std::vector<int64_t> params = kernel_.params(extents);
   int64_t inner = 1;
   for (size_t k = 1; k < extents.size(); ++k) inner *= extents[k];
-  const int64_t grain = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(inner, 1));
-  void *const *bufs = buffers.data();
-  const int64_t *p = params.data();
-  codegen::KernelEntry fn = entry_;
-  if (extents[0] <= grain || !ctx.pool || ctx.pool->threads() == 1) {
-    fn(bufs, p, 0, extents[0]);
-    return;
-  }
-  ctx.pool->parallelFor(extents[0], [&](int64_t b, int64_t e) { fn(bufs, p, b, e); }, grain);
+  launchRows(ctx, buffers.data(), params.data(), extents[0], inner);
 }
 
 Status ElementwiseStep::run(Frame &frame, ExecContext &ctx) const {

@@ -31,8 +31,8 @@ Expected<std::vector<RtValue>> Program::run(Frame &frame, ExecContext &ctx) cons
       s = makeError(step.describe(), ": ", e.what());
     }
     if (!s.ok()) return s.error();
-    if (profile)
-      (*profile)[i] +=
+    if (ctx.profile)
+      (*ctx.profile)[&step] +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     for (int slot : releaseAfter[i]) frame.slots[slot] = RtValue();
   }

@@ -16,9 +16,12 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kiln::cpu {
+
+class Step;
 
 struct Frame {
   std::vector<RtValue> slots;
@@ -28,6 +31,9 @@ struct Frame {
 struct ExecContext {
   runtime::ThreadPool *pool = nullptr;
   Interpreter *interpreter = nullptr; // for fallback steps
+  // When set, every step's wall time (in any program, If branches included)
+  // is added to its entry.
+  std::unordered_map<const Step *, double> *profile = nullptr;
 };
 
 class Step {
@@ -61,10 +67,6 @@ public:
   // Runs with the given inputs (and captured values already in `frame`);
   // returns the outputs.
   Expected<std::vector<RtValue>> run(Frame &frame, ExecContext &ctx) const;
-
-  // Per-step timing, for `kiln bench --profile`: when set, each step's
-  // wall time is added to it (indexed like steps).
-  mutable std::vector<double> *profile = nullptr;
 };
 
 } // namespace kiln::cpu

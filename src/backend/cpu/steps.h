@@ -5,6 +5,7 @@
 #include "backend/cpu/program.h"
 #include "codegen/cpu/jit.h"
 #include "lower/elementwise.h"
+#include "lower/reduce.h"
 
 #include <memory>
 
@@ -26,16 +27,28 @@ private:
   std::vector<std::pair<const Value *, int>> regionReads_;
 };
 
+// A step that calls generated code; the entry is resolved after the object
+// code is linked.
+class KernelStep : public Step {
+public:
+  void setEntry(codegen::KernelEntry entry) { entry_ = entry; }
+
+protected:
+  // Calls the kernel over [0, outer) of its parallel loop, split across the
+  // pool in chunks of about kChunkElements elements (rowElements each).
+  void launchRows(ExecContext &ctx, void *const *buffers, const int64_t *params, int64_t outer,
+                  int64_t rowElements) const;
+  codegen::KernelEntry entry_ = nullptr;
+};
+
 // A generated elementwise kernel (one fused group or one node).
-class ElementwiseStep : public Step {
+class ElementwiseStep : public KernelStep {
 public:
   // `fallback` runs the node with the interpreter on the runs where the
   // kernel's shape speculation does not hold (see lower/elementwise.h).
   ElementwiseStep(std::string label, lower::ElementwiseKernel kernel, std::vector<int> inputSlots,
                   std::vector<int> outputSlots, std::vector<DType> outputTypes,
                   std::unique_ptr<InterpStep> fallback);
-  // Resolved after the object code is linked.
-  void setEntry(codegen::KernelEntry entry) { entry_ = entry; }
   const kir::Kernel &kernel() const { return kernel_.kernel; }
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
@@ -49,7 +62,22 @@ private:
   std::vector<int> in_, out_;
   std::vector<DType> outTypes_;
   std::unique_ptr<InterpStep> fallback_;
-  codegen::KernelEntry entry_ = nullptr;
+};
+
+// A generated reduction, softmax or layer norm (lower/reduce.h).
+class ReductionStep : public KernelStep {
+public:
+  ReductionStep(std::string label, lower::ReductionKernel kernel, std::vector<int> inputSlots,
+                int outputSlot, std::unique_ptr<InterpStep> fallback);
+  Status run(Frame &frame, ExecContext &ctx) const override;
+  std::string describe() const override { return label_; }
+
+private:
+  std::string label_;
+  lower::ReductionKernel kernel_;
+  std::vector<int> in_;
+  int out_;
+  std::unique_ptr<InterpStep> fallback_;
 };
 
 // If: runs the compiled branch the condition picks.

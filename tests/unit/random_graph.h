@@ -1,0 +1,46 @@
+// A seeded generator of small random models for differential testing: the
+// same seed always gives the same graph, weights and inputs (std::mt19937_64
+// and hand-rolled distributions, so the result does not depend on the
+// standard library's distribution code).
+//
+// A graph starts from one f32 input (rank 1-4, dims drawn from
+// {1,2,3,5,7,8,16,17,31,64}, so 1s and odd sizes are common), sometimes a
+// second input that broadcasts against it, and appends 3-12 random ops, each
+// reading values made before it: unary and broadcasting binary elementwise
+// ops, reductions, softmax, layer norm, MatMul/Gemm, Conv (with batch norm,
+// activation and residual epilogues), pooling, Reshape, Transpose, Slice,
+// Concat and Flatten. Every op is chosen so that the graph is valid and
+// numerically well-conditioned (Exp reads bounded values, Div divides by
+// |y|+1, weights are scaled by 1/sqrt(fan-in)), so a difference between two
+// executions is a bug, not rounding. The outputs are the last value and up to
+// two intermediates, so fusion has to keep values that are used twice.
+#pragma once
+
+#include "interp/value.h"
+#include "ir/graph.h"
+#include "support/status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::testing {
+
+struct RandomGraphOptions {
+  int minOps = 3, maxOps = 12; // random ops appended (one op may emit a few nodes)
+  int64_t maxInputElements = 2048;
+  int64_t maxValueElements = 8192; // ops whose output would be larger are not picked
+};
+
+struct RandomGraph {
+  Model model;
+  std::vector<RtValue> inputs; // f32 tensors in graph-input order
+  // One entry per random op appended, e.g. "Conv+BatchNormalization+Relu".
+  std::vector<std::string> ops;
+};
+
+// Builds the graph of `seed`. An error means the generator made a graph that
+// shape inference or the verifier rejects: a bug in the generator.
+Expected<RandomGraph> generateRandomGraph(uint64_t seed, const RandomGraphOptions &options = {});
+
+} // namespace kiln::testing
