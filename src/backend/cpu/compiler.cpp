@@ -2,6 +2,7 @@
 
 #include "backend/cpu/conv_step.h"
 #include "backend/cpu/matmul_step.h"
+#include "backend/cpu/pool_step.h"
 #include "backend/cpu/steps.h"
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/cpu_target.h"
@@ -225,9 +226,12 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
 // they take, so it runs another way.
 bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   const std::string kind = node.op() == OpKind::Fused ? node.getString("kind") : "";
-  if (node.numOutputs() != 1) return false;
-  const bool candidate = node.op() == OpKind::MatMul || node.op() == OpKind::Conv ||
-                         kind == "matmul" || kind == "conv";
+  if (node.numOutputs() != 1 && !(node.op() == OpKind::MaxPool && !node.output(1))) return false;
+  const OpKind op = node.op();
+  const bool pool = op == OpKind::MaxPool || op == OpKind::AveragePool ||
+                    op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool;
+  const bool candidate =
+      op == OpKind::MatMul || op == OpKind::Conv || kind == "matmul" || kind == "conv" || pool;
   if (!candidate) return false;
   std::vector<int> in;
   for (const Value *v : node.inputs()) {
@@ -243,6 +247,10 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   const int out = scope.program->numSlots; // the slot newSlot() gives next
   if (node.op() == OpKind::MatMul || kind == "matmul") {
     auto s = MatMulStep::create(node, in, out);
+    if (!s.ok()) return false;
+    step = std::move(*s);
+  } else if (pool) {
+    auto s = PoolStep::create(node, in[0], out);
     if (!s.ok()) return false;
     step = std::move(*s);
   } else if (node.op() == OpKind::Conv || kind == "conv") {
