@@ -40,7 +40,8 @@ public:
   std::string summary() const override {
     const cpu::CompileStats &s = m_->stats();
     return strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ",
-                  s.microkernelSteps, " microkernel calls, ", s.interpSteps,
+                  s.microkernelSteps, " microkernel calls, ", s.copySteps, " copies, ",
+                  s.interpSteps,
                   " interpreter fallbacks; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
                   " ms, codegen ", s.codegenMs, " ms");
   }

@@ -55,16 +55,13 @@ std::pair<int64_t, int64_t> span(int64_t count, int64_t parts, int64_t idx) {
   return {first, first + base + (idx < extra ? 1 : 0)};
 }
 
-// The caller's epilogue behind an optional per-channel bias, with the
-// residual (kAddTensor) moved to image n: the kernels see one image at a time.
+// The caller's epilogue with the residual (kAddTensor) moved to image n: the
+// kernels see one image at a time. (The conv's own bias is not an op: the
+// kernels start their accumulators at it.)
 struct ImageEpilogue {
-  detail::EpilogueFn fn;
-  EpilogueOp ops[Epilogue::kMaxOps + 1];
+  EpilogueOp ops[Epilogue::kMaxOps];
   int count = 0;
-  ImageEpilogue(detail::EpilogueFn f, const Epilogue &ep, const std::vector<float> &bias,
-                bool withBias, int64_t n, int64_t K)
-      : fn(f) {
-    if (withBias && !bias.empty()) ops[count++] = {EpilogueKind::kAddRowBias, 0, 0, bias.data()};
+  ImageEpilogue(const Epilogue &ep, int64_t n, int64_t K) {
     for (int i = 0; i < ep.count; ++i) {
       EpilogueOp op = ep.ops[i];
       if (op.kind == EpilogueKind::kAddTensor) op.data += n * K * op.ld;
@@ -238,7 +235,7 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
                                s.padTop,
                                s.padLeft};
       if (algo_ == ConvAlgo::kGemm1x1) src.H = 1, src.W = P, src.outW = P;
-      const ImageEpilogue epi(k.epilogue, ep, bias_, true, n, s.K);
+      const ImageEpilogue epi(ep, n, s.K);
 
       detail::GemmProblem prob;
       prob.M = Kg, prob.N = P, prob.K = depth;
@@ -246,6 +243,7 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
       prob.b.pack = ck.im2col, prob.b.ctx = &src;
       prob.beta = 0.0f;
       prob.c = y + (n * s.K + g * Kg) * P, prob.ldc = P;
+      prob.rowBias = bias_.empty() ? nullptr : bias_.data() + g * Kg;
       prob.ops = epi.ops, prob.opCount = epi.count;
       prob.epiRow0 = g * Kg;
       detail::gemmBlock(prob, k, rows, r0, r1, j0, cols, roundUp(cols, ki.nr), nullptr, bBuf);
@@ -277,7 +275,7 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
       const int64_t plane = t / rowBlocks, n = plane / s.K, k = plane % s.K;
       const auto [oh0, oh1] = span(outH, rowBlocks, t % rowBlocks);
       if (oh1 <= oh0) continue;
-      const ImageEpilogue epi(epiFn, ep, bias_, false, n, s.K);
+      const ImageEpilogue epi(ep, n, s.K);
       detail::DepthwiseArgs a;
       a.x = x + (n * s.C + k / mult) * s.H * s.W;
       a.y = y + (n * s.K + k) * P;

@@ -31,6 +31,7 @@ std::unique_ptr<float[], detail::AlignedFree> allocFloats(int64_t n) {
 void setEpilogue(GemmProblem &p, const GemmOptions &o) {
   p.ops = o.epilogue.ops;
   p.opCount = o.epilogue.count;
+  detail::hoistRowBias(p);
 }
 
 } // namespace

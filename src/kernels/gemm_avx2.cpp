@@ -29,10 +29,11 @@ __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float
 
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-            int64_t cols) {
+            int64_t cols, const float *rowBias) {
   __m256 acc[H][2];
 #pragma GCC unroll 6
-  for (int i = 0; i < H; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int i = 0; i < H; ++i)
+    acc[i][0] = acc[i][1] = rowBias ? _mm256_set1_ps(rowBias[i]) : _mm256_setzero_ps();
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
     __m256 b0 = _mm256_load_ps(pb);

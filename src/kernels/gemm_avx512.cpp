@@ -27,11 +27,11 @@ __attribute__((always_inline)) inline __m512 finish(__m512 acc, __mmask16 m, con
 
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-            int64_t cols) {
+            int64_t cols, const float *rowBias) {
   __m512 acc[H][2];
 #pragma GCC unroll 14
   for (int i = 0; i < H; ++i) {
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    acc[i][0] = acc[i][1] = rowBias ? _mm512_set1_ps(rowBias[i]) : _mm512_setzero_ps();
     // C rows are read (beta != 0) and written after the k loop: start
     // their lines on the way now (rows ldc apart often alias in L1).
     _mm_prefetch(reinterpret_cast<const char *>(c + i * ldc), _MM_HINT_T0);

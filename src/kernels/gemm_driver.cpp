@@ -76,17 +76,28 @@ void packAPanel(const GemmKernelInfo &ki, const float *a, int64_t lda, bool tran
   }
 }
 
-// C = beta * C, then the epilogue: the whole product when K == 0 or alpha == 0.
+// C = rowBias + beta * C, then the epilogue: the whole product when K == 0
+// or alpha == 0.
 void scaleOnly(const GemmProblem &p, const GemmKernels &k) {
   for (int64_t i = 0; i < p.M; ++i) {
     float *ci = p.c + i * p.ldc;
-    for (int64_t j = 0; j < p.N; ++j) ci[j] = p.beta == 0.0f ? 0.0f : p.beta * ci[j];
+    const float bias = p.rowBias ? p.rowBias[i] : 0.0f;
+    for (int64_t j = 0; j < p.N; ++j) ci[j] = bias + (p.beta == 0.0f ? 0.0f : p.beta * ci[j]);
   }
   if (p.opCount)
     k.epilogue(p.ops, p.opCount, p.c, p.ldc, p.epiRow0, p.epiCol0, p.M, p.N);
 }
 
 } // namespace
+
+void hoistRowBias(GemmProblem &p) {
+  if (p.beta != 0.0f || p.rowBias || p.opCount == 0 ||
+      p.ops[0].kind != EpilogueKind::kAddRowBias)
+    return;
+  p.rowBias = p.ops[0].data + p.epiRow0;
+  ++p.ops;
+  --p.opCount;
+}
 
 void packMatrixB(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
                  float *dst) {
@@ -158,7 +169,8 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
             const int64_t row = panels.start(i);
             const int h = panels.height(i);
             float *c = p.c + row * p.ldc + col;
-            ki.kernels[h](kc, pa + (row - rowBase) * kc, pbq, c, p.ldc, beta, cols);
+            ki.kernels[h](kc, pa + (row - rowBase) * kc, pbq, c, p.ldc, beta, cols,
+                          pc == 0 && p.rowBias ? p.rowBias + row : nullptr);
             if (epilogue)
               k.epilogue(p.ops, p.opCount, c, p.ldc, p.epiRow0 + row, p.epiCol0 + col, h, cols);
           }

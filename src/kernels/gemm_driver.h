@@ -95,12 +95,20 @@ struct GemmProblem {
   float beta = 0.0f;
   float *c = nullptr;
   int64_t ldc = 0;
+  // Added to row i of the product before beta * C and the ops (one value
+  // per row of c, not of the epilogue's output); folded into the
+  // microkernel's accumulators.
+  const float *rowBias = nullptr;
   // Applied to each finished tile; element (0, 0) of c is element
   // (epiRow0, epiCol0) of the epilogue's output.
   const EpilogueOp *ops = nullptr;
   int opCount = 0;
   int64_t epiRow0 = 0, epiCol0 = 0;
 };
+
+// Moves a leading kAddRowBias op into p.rowBias when that is equivalent
+// (beta == 0: then "+ bias" commutes with nothing).
+void hoistRowBias(GemmProblem &p);
 
 // Floats of the packing buffers gemmBlock needs (A: 0 when pre-packed).
 int64_t packBufferFloatsA(const GemmProblem &p, const GemmKernelInfo &ki);

@@ -13,12 +13,14 @@ constexpr int kMaxMr = 16;
 
 // Computes an h x NR tile, h fixed per function: acc = sum_k pa[k*h + i] *
 // pb[k*NR + j] (an h-row packed A micro-panel and a zero-padded, 64-byte
-// aligned NR-column packed B micro-panel), then c[i*ldc + j] = acc + beta *
-// c[i*ldc + j] for j < cols (1 <= cols <= NR; c is not read when beta == 0;
-// columns >= cols are not touched). Edge tiles are masked in the kernel, so
-// the driver never copies a tile through a temporary.
+// aligned NR-column packed B micro-panel), plus rowBias[i] when rowBias is
+// not null (the accumulators start there: a conv's bias costs nothing), then
+// c[i*ldc + j] = acc + beta * c[i*ldc + j] for j < cols (1 <= cols <= NR; c
+// is not read when beta == 0; columns >= cols are not touched). Edge tiles
+// are masked in the kernel, so the driver never copies a tile through a
+// temporary.
 using MicroKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
-                               float beta, int64_t cols);
+                               float beta, int64_t cols, const float *rowBias);
 
 // Packs h <= mr rows of a row-major (not transposed) A into one micro-panel:
 // dst[k*h + i] = alpha * a[i*lda + k] for i < h, k < kc. Optional: the

@@ -11,8 +11,11 @@ constexpr int kNr = 16;
 
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-            int64_t cols) {
+            int64_t cols, const float *rowBias) {
   float acc[H][kNr] = {};
+  if (rowBias)
+    for (int i = 0; i < H; ++i)
+      for (int j = 0; j < kNr; ++j) acc[i][j] = rowBias[i];
   for (int64_t k = 0; k < kc; ++k) {
     for (int i = 0; i < H; ++i) {
       float a = pa[i];

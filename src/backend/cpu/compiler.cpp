@@ -1,6 +1,9 @@
 #include "backend/cpu/compiler.h"
 
 #include "backend/cpu/conv_step.h"
+#include "backend/cpu/conv_transpose_step.h"
+#include "backend/cpu/copy_steps.h"
+#include "backend/cpu/lstm_step.h"
 #include "backend/cpu/matmul_step.h"
 #include "backend/cpu/pool_step.h"
 #include "backend/cpu/steps.h"
@@ -226,12 +229,15 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
 // they take, so it runs another way.
 bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   const std::string kind = node.op() == OpKind::Fused ? node.getString("kind") : "";
-  if (node.numOutputs() != 1 && !(node.op() == OpKind::MaxPool && !node.output(1))) return false;
+  if (node.numOutputs() != 1 && !(node.op() == OpKind::MaxPool && !node.output(1)) &&
+      node.op() != OpKind::LSTM)
+    return false;
   const OpKind op = node.op();
   const bool pool = op == OpKind::MaxPool || op == OpKind::AveragePool ||
                     op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool;
   const bool candidate =
-      op == OpKind::MatMul || op == OpKind::Conv || kind == "matmul" || kind == "conv" || pool;
+      op == OpKind::MatMul || op == OpKind::Conv || kind == "matmul" || kind == "conv" || pool ||
+      op == OpKind::ConvTranspose || op == OpKind::LSTM;
   if (!candidate) return false;
   std::vector<int> in;
   for (const Value *v : node.inputs()) {
@@ -257,6 +263,21 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
     auto s = ConvStep::create(node, in, out);
     if (!s.ok()) return false;
     step = std::move(*s);
+  } else if (op == OpKind::ConvTranspose) {
+    auto s = ConvTransposeStep::create(node, in, out);
+    if (!s.ok()) return false;
+    step = std::move(*s);
+  } else if (op == OpKind::LSTM) { // several outputs, any of them absent
+    std::vector<int> outs;
+    int next = out;
+    for (const Value *v : node.outputs()) outs.push_back(v ? next++ : -1);
+    auto s = LstmStep::create(node, in, outs);
+    if (!s.ok()) return false;
+    for (const Value *v : node.outputs())
+      if (v) newSlot(scope, v);
+    scope.program->steps.push_back(std::move(*s));
+    ++stats_.microkernelSteps;
+    return true;
   } else {
     return false;
   }
@@ -311,6 +332,13 @@ Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
     scope.slots[v] = slot;
     out.push_back(slot);
   }
+  if (regionReads.empty())
+    if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out)) {
+      scope.program->steps.push_back(std::move(copy));
+      --stats_.interpSteps;
+      ++stats_.copySteps;
+      return Status::success();
+    }
   scope.program->steps.push_back(std::make_unique<InterpStep>(node, in, out, regionReads));
   return Status::success();
 }

@@ -27,7 +27,7 @@ struct CompileOptions {
 
 struct CompileStats {
   double passesMs = 0, loweringMs = 0, codegenMs = 0;
-  int steps = 0, generatedKernels = 0, interpSteps = 0, microkernelSteps = 0;
+  int steps = 0, generatedKernels = 0, interpSteps = 0, microkernelSteps = 0, copySteps = 0;
 };
 
 class CompiledModel {
