@@ -97,22 +97,77 @@ __attribute__((always_inline)) inline void loadSegment(const Im2colSource &s, co
   }
 }
 
+// Windows up to this size get per-panel tables (below); larger ones (e.g. a
+// strided Conv1d STFT with 64 taps) compute masks per row.
+constexpr int kTableTaps = 8;
+
 template <int SW>
 void pack(const Im2colSource &s, int64_t p0, int64_t kc, int64_t j0, int64_t cols, float *dst) {
   Segment seg[kNr];
   const int64_t plane = s.H * s.W;
+  const bool tables = s.R <= kTableTaps && s.S <= kTableTaps && SW != 0;
+  // Per panel, segment g and window row r / column t: the input row's
+  // offset (or -1 in the padding) and the load mask and column offset. They
+  // do not depend on the channel, so each im2col row costs table lookups
+  // and masked loads only.
+  int64_t rowOff[kNr][kTableTaps], colOff[kNr][kTableTaps];
+  uint64_t mask[kNr][kTableTaps];
   for (int64_t q = 0; q * kNr < cols; ++q) {
     const int width = cols - q * kNr < kNr ? int(cols - q * kNr) : kNr;
     const int nseg = buildSegments(s, j0 + q * kNr, width, seg);
+    if (tables) {
+      for (int g = 0; g < nseg; ++g) {
+        const int lane = seg[g].lane, len = seg[g].len;
+        for (int64_t r = 0; r < s.R; ++r) {
+          const int64_t ih = seg[g].ih + r * s.dilationH;
+          rowOff[g][r] = ih >= 0 && ih < s.H ? ih * s.W : -1;
+        }
+        for (int64_t t = 0; t < s.S; ++t) {
+          const int64_t iw0 = seg[g].iw + t * s.dilationW;
+          colOff[g][t] = iw0 - int64_t(lane) * SW;
+          const int64_t inLo = int64_t(lane) * SW - iw0; // element index of column 0
+          if (SW == 1)
+            mask[g][t] = bitRange(lane > inLo ? lane : inLo,
+                                  lane + len < inLo + s.W ? lane + len : inLo + s.W);
+          else
+            mask[g][t] = bitRange(2 * lane > inLo ? 2 * lane : inLo,
+                                  2 * (lane + len) - 1 < inLo + s.W ? 2 * (lane + len) - 1
+                                                                    : inLo + s.W);
+        }
+      }
+    }
     int64_t c = p0 / (s.R * s.S), r = p0 / s.S % s.R, t = p0 % s.S;
     const float *x = s.x + c * plane;
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     for (int64_t k = 0; k < kc; ++k, dst += kNr) {
-      const int64_t rowOff = r * s.dilationH, colOff = t * s.dilationW;
       __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
-      for (int g = 0; g < nseg; ++g) {
-        const int64_t ih = seg[g].ih + rowOff;
-        if (uint64_t(ih) >= uint64_t(s.H)) continue; // a padding row: zeros
-        loadSegment<SW>(s, x + ih * s.W, seg[g].iw + colOff, seg[g].lane, seg[g].len, v0, v1);
+      if (tables) {
+        for (int g = 0; g < nseg; ++g) {
+          if (rowOff[g][r] < 0) continue; // a padding row: zeros
+          const float *base = x + rowOff[g][r] + colOff[g][t];
+          const uint64_t m = mask[g][t];
+          if constexpr (SW == 1) {
+            v0 = _mm512_mask_loadu_ps(v0, __mmask16(m), base);
+            v1 = _mm512_mask_loadu_ps(v1, __mmask16(m >> 16), base + 16);
+          } else {
+            if (m & 0xFFFFFFFFu)
+              v0 = orPs(v0, _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(__mmask16(m), base), even,
+                                                   _mm512_maskz_loadu_ps(__mmask16(m >> 16),
+                                                                         base + 16)));
+            if (m >> 32)
+              v1 = orPs(v1, _mm512_permutex2var_ps(
+                                _mm512_maskz_loadu_ps(__mmask16(m >> 32), base + 32), even,
+                                _mm512_maskz_loadu_ps(__mmask16(m >> 48), base + 48)));
+          }
+        }
+      } else {
+        const int64_t rowStep = r * s.dilationH, colStep = t * s.dilationW;
+        for (int g = 0; g < nseg; ++g) {
+          const int64_t ih = seg[g].ih + rowStep;
+          if (uint64_t(ih) >= uint64_t(s.H)) continue; // a padding row: zeros
+          loadSegment<SW>(s, x + ih * s.W, seg[g].iw + colStep, seg[g].lane, seg[g].len, v0, v1);
+        }
       }
       _mm512_store_ps(dst, v0);
       _mm512_store_ps(dst + 16, v1);

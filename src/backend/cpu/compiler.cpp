@@ -13,6 +13,7 @@
 #include "lower/elementwise.h"
 #include "lower/elementwise_ops.h"
 #include "passes/pipeline.h"
+#include "passes/rewrite.h"
 
 #include <algorithm>
 #include <chrono>
@@ -76,6 +77,7 @@ private:
   bool tryElementwise(Scope &scope, const Node &node);
   bool tryMicrokernel(Scope &scope, const Node &node);
   bool tryReduction(Scope &scope, const Node &node);
+  bool tryPrecompute(Scope &scope, const Node &node);
   // Adds a kernel to compile, or finds an identical one; returns its index
   // and renames `kernel` to the one that will run.
   int internKernel(kir::Kernel &kernel);
@@ -93,6 +95,7 @@ private:
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
   std::unordered_map<std::string, int> kernelIndex_;
+  Interpreter precomputeInterpreter_;
 };
 
 Expected<int> ProgramBuilder::slotOf(Scope &scope, const Value *v) {
@@ -103,8 +106,15 @@ Expected<int> ProgramBuilder::slotOf(Scope &scope, const Value *v) {
   Scope &parent = const_cast<Scope &>(*scope.parent);
   KILN_ASSIGN_OR_RETURN(int parentSlot, slotOf(parent, v));
   int slot = scope.program->numSlots++;
-  scope.program->captures.emplace_back(parentSlot, slot);
   scope.slots[v] = slot;
+  // A constant of the parent is a constant here too (so nodes reading it
+  // can be precomputed); anything else is captured at run time.
+  for (const auto &[constSlot, value] : parent.program->constants)
+    if (constSlot == parentSlot) {
+      scope.program->constants.emplace_back(slot, value);
+      return slot;
+    }
+  scope.program->captures.emplace_back(parentSlot, slot);
   return slot;
 }
 
@@ -185,6 +195,41 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
                                                 std::move(fallback));
   kernelSteps.emplace_back(step.get(), index);
   scope.program->steps.push_back(std::move(step));
+  return true;
+}
+
+// A node whose inputs are all constants of this program is evaluated once,
+// here, and its outputs become constants: weights that the model slices
+// and concatenates on every run (silero's LSTM) are prepared at compile
+// time. Unlike the fold-constants pass this has no size limit: it costs
+// memory only in this process, never in the model.
+bool ProgramBuilder::tryPrecompute(Scope &scope, const Node &node) {
+  if (!node.regions().empty() || !isDeterministic(node.op()) || node.op() == OpKind::Fused)
+    return false;
+  std::unordered_map<int, const RtValue *> constantSlots;
+  for (const auto &[slot, value] : scope.program->constants) constantSlots[slot] = &value;
+  Frame frame;
+  frame.slots.resize(scope.program->numSlots + node.numOutputs());
+  std::vector<int> in;
+  for (const Value *v : node.inputs()) {
+    if (!v) {
+      in.push_back(-1);
+      continue;
+    }
+    auto it = scope.slots.find(v);
+    if (it == scope.slots.end() || !constantSlots.count(it->second)) return false;
+    frame.slots[it->second] = *constantSlots[it->second];
+    in.push_back(it->second);
+  }
+  if (in.empty()) return false;
+  std::vector<int> out;
+  for (int i = 0; i < node.numOutputs(); ++i) out.push_back(scope.program->numSlots + i);
+  InterpStep step(node, in, out, {});
+  ExecContext ctx{nullptr, &precomputeInterpreter_, nullptr};
+  if (!step.run(frame, ctx).ok()) return false; // left for run time, which reports it
+  for (int i = 0; i < node.numOutputs(); ++i)
+    if (const Value *v = node.output(i))
+      scope.program->constants.emplace_back(newSlot(scope, v), std::move(frame.slots[out[i]]));
   return true;
 }
 
@@ -288,6 +333,14 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
 }
 
 Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
+  if (node.op() == OpKind::Constant && node.output(0)) {
+    const Attribute *a = node.attr("value");
+    if (a && a->kind == AttrKind::Tensor) {
+      scope.program->constants.emplace_back(newSlot(scope, node.output(0)), RtValue(a->t));
+      return Status::success();
+    }
+  }
+  if (tryPrecompute(scope, node)) return Status::success();
   ++stats_.steps;
   if (node.op() == OpKind::If) {
     KILN_ASSIGN_OR_RETURN(int cond, slotOf(scope, node.input(0)));

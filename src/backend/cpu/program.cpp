@@ -18,6 +18,7 @@ void Program::computeLiveness() {
 }
 
 Expected<std::vector<RtValue>> Program::run(Frame &frame, ExecContext &ctx) const {
+  for (const auto &[slot, value] : constants) frame.slots[slot] = value;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = *steps[i];
     auto t0 = std::chrono::steady_clock::now();

@@ -57,6 +57,9 @@ public:
   std::vector<int> inputSlots;
   std::vector<int> outputSlots;
   std::vector<std::pair<int, int>> captures; // (slot in the parent, slot here)
+  // Values of Constant nodes: placed in their slots when a run starts
+  // (sharing the model's buffers), so constants cost no step.
+  std::vector<std::pair<int, RtValue>> constants;
   std::vector<std::unique_ptr<Step>> steps;
   // Slots to release after each step (their last reader); never outputs.
   std::vector<std::vector<int>> releaseAfter;
