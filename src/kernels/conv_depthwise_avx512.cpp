@@ -13,9 +13,13 @@
 //
 // Other shapes (other sizes, strides, dilations) take the generic loops
 // with per-tap masks (stride 1, 2) or gathers. No padded copy of the plane is
-// made. Compiled with -mavx512f -mavx512vl -mfma (see gemm_microkernel.h
+// made. The epilogue runs on the accumulators before the store (one pass
+// over the output, not two: depthwise does so little math per output that a
+// second pass would cost as much as the conv). Compiled with -mavx512f -mavx512vl -mfma (see gemm_microkernel.h
 // for why nothing else is included).
 #include "kernels/conv_kernels.h"
+#include "kernels/epilogue_simd.h"
+#include "kernels/simd_avx512.h"
 
 #include <immintrin.h>
 
@@ -31,15 +35,15 @@ inline uint64_t bitRange(int64_t lo, int64_t hi) {
   return upto & ~((uint64_t(1) << lo) - 1);
 }
 
-inline void finishRows(const DepthwiseArgs &a, int64_t oh, int64_t &batchStart) {
-  if (a.opCount && ((oh + 1 - batchStart) * a.outW >= kEpilogueBatch || oh + 1 == a.oh1)) {
-    a.epilogue(a.ops, a.opCount, a.y + batchStart * a.outW, 0, a.channel, batchStart * a.outW, 1,
-               (oh + 1 - batchStart) * a.outW);
-    batchStart = oh + 1;
-  }
-}
-
 // ---- generic path: any window, stride and dilation -------------------------
+
+// The accumulator of `lanes` output columns at (row oh, column ow0), through
+// the epilogue.
+__attribute__((always_inline)) inline __m512 finish(const DepthwiseArgs &a, __m512 acc, int64_t oh,
+                                                    int64_t ow0, int lanes) {
+  if (a.opCount == 0) return acc;
+  return simd::applyOps<Avx512>(acc, a.ops, a.opCount, a.channel, oh * a.outW + ow0, lanes);
+}
 
 // Input columns iw0 + l*sw (l < lanes) of `row`, 0 outside [0, W).
 __attribute__((always_inline)) inline __m512 loadColumns(const float *row, int64_t iw0, int lanes,
@@ -65,7 +69,6 @@ __attribute__((always_inline)) inline __m512 loadColumns(const float *row, int64
 }
 
 void planeGeneric(const DepthwiseArgs &a) {
-  int64_t batchStart = a.oh0;
   for (int64_t oh = a.oh0; oh < a.oh1; ++oh) {
     int64_t rBegin, rEnd;
     validTapRows(a, oh, rBegin, rEnd);
@@ -82,9 +85,9 @@ void planeGeneric(const DepthwiseArgs &a) {
               _mm512_set1_ps(a.w[r * a.S + s]),
               loadColumns(xrow, iwBase + s * a.dilationW, lanes, a.W, a.strideW), acc);
       }
-      _mm512_mask_storeu_ps(yrow + ow0, __mmask16(bitRange(0, lanes)), acc);
+      _mm512_mask_storeu_ps(yrow + ow0, __mmask16(bitRange(0, lanes)),
+                            finish(a, acc, oh, ow0, lanes));
     }
-    finishRows(a, oh, batchStart);
   }
 }
 
@@ -98,6 +101,7 @@ struct Chunk {
   int64_t iw;
   uint64_t mask[5];
   __mmask16 out;
+  int lanes;
 };
 
 // The columns tap s of the window reads for a chunk, from one input row.
@@ -139,9 +143,11 @@ template <int SW, int KS> struct RowTaps {
 // 3x3 stride-1 window costs 6 loads per 4 x 16 outputs' row (not 12): the
 // unaligned loads, not the FMAs, bound the one-row loop.
 template <int SW, int KS, int RB>
-__attribute__((always_inline)) inline void rowBlock(const float *x0, int64_t rowStep, float *y0,
-                                                    int64_t ldy, const Chunk *info, int64_t count,
+__attribute__((always_inline)) inline void rowBlock(const DepthwiseArgs &a, int64_t oh,
+                                                    int64_t ow0, const float *x0, float *y0,
+                                                    const Chunk *info, int64_t count,
                                                     const __m512 *w, __m512 bias) {
+  const int64_t rowStep = a.W, ldy = a.outW;
   constexpr int kSpan = (RB - 1) * SW + KS;
   for (int64_t c = 0; c < count; ++c) {
     const Chunk &k = info[c];
@@ -160,7 +166,9 @@ __attribute__((always_inline)) inline void rowBlock(const float *x0, int64_t row
       }
     }
 #pragma GCC unroll 4
-    for (int j = 0; j < RB; ++j) _mm512_mask_storeu_ps(y0 + j * ldy + c * 16, k.out, acc[j]);
+    for (int j = 0; j < RB; ++j)
+      _mm512_mask_storeu_ps(y0 + j * ldy + c * 16, k.out,
+                            finish(a, acc[j], oh + j, ow0 + c * 16, k.lanes));
   }
 }
 
@@ -172,7 +180,6 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
   const int64_t chunks = (a.outW + 15) / 16;
   const bool blocks = a.strideH == SW && a.dilationH == 1;
   Chunk info[kMaxChunks];
-  int64_t batchStart = a.oh0;
   for (int64_t cb = 0; cb < chunks; cb += kMaxChunks) {
     const int64_t ce = chunks - cb < kMaxChunks ? chunks : cb + kMaxChunks;
     for (int64_t c = cb; c < ce; ++c) {
@@ -180,6 +187,7 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
       const int64_t ow0 = c * 16, lanes = a.outW - ow0 < 16 ? a.outW - ow0 : 16;
       k.iw = ow0 * SW - a.padLeft;
       k.out = __mmask16(bitRange(0, lanes));
+      k.lanes = int(lanes);
       // Column t from k.iw is needed up to the last lane's last tap, and
       // must lie in [0, W).
       const int64_t need = (lanes - 1) * SW + KS, lo = -k.iw, hi = a.W - k.iw;
@@ -190,21 +198,19 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
         k.mask[0] = bitRange(lo, need < hi ? need : hi);
       }
     }
-    const bool wholeRows = cb == 0 && ce == chunks;
     const int64_t rowStep = a.dilationH * a.W;
     for (int64_t oh = a.oh0; oh < a.oh1;) {
       const int64_t ih0 = oh * a.strideH - a.padTop;
       const float *x0 = a.x + ih0 * a.W;
       float *yrow = a.y + oh * a.outW;
-      int64_t done = 1;
       if (blocks && oh + RB <= a.oh1 && ih0 >= 0 && ih0 + (RB - 1) * SW + KS <= a.H) {
-        rowBlock<SW, KS, RB>(x0, a.W, yrow + cb * 16, a.outW, info, ce - cb, w, bias);
-        done = RB;
+        rowBlock<SW, KS, RB>(a, oh, cb * 16, x0, yrow + cb * 16, info, ce - cb, w, bias);
+        oh += RB;
       } else {
         int64_t rBegin, rEnd;
         validTapRows(a, oh, rBegin, rEnd);
         if (rBegin == 0 && rEnd == KS && blocks) {
-          rowBlock<SW, KS, 1>(x0, a.W, yrow + cb * 16, a.outW, info, ce - cb, w, bias);
+          rowBlock<SW, KS, 1>(a, oh, cb * 16, x0, yrow + cb * 16, info, ce - cb, w, bias);
         } else {
           for (int64_t c = cb; c < ce; ++c) {
             const Chunk &k = info[c - cb];
@@ -215,18 +221,10 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
               for (int s = 0; s < KS; ++s)
                 acc = _mm512_fmadd_ps(_mm512_set1_ps(a.w[r * KS + s]), t.v[s], acc);
             }
-            _mm512_mask_storeu_ps(yrow + c * 16, k.out, acc);
+            _mm512_mask_storeu_ps(yrow + c * 16, k.out, finish(a, acc, oh, c * 16, k.lanes));
           }
         }
-      }
-      for (int64_t j = 0; j < done; ++j, ++oh) {
-        if (wholeRows) {
-          finishRows(a, oh, batchStart);
-        } else if (a.opCount) {
-          const int64_t col0 = cb * 16, cols = (ce * 16 < a.outW ? ce * 16 : a.outW) - col0;
-          a.epilogue(a.ops, a.opCount, a.y + oh * a.outW + col0, 0, a.channel,
-                     oh * a.outW + col0, 1, cols);
-        }
+        ++oh;
       }
     }
   }

@@ -1,9 +1,9 @@
-// The vectorized epilogue, written once over a vector type V and
-// instantiated by epilogue_avx512.cpp and epilogue_avx2.cpp with their own
-// V (a struct of static intrinsics wrappers: T, kLanes, load/store with a
-// lane count, set1, add, mul, min, max, fmadd, fnmadd, round, ldexp, rcp,
-// div, abs, lessThan, select). Included only by those files, so it includes
-// nothing (see gemm_microkernel.h).
+// The vectorized epilogue, written once over a vector type V (simd_avx512.h,
+// simd_avx2.h: a struct of static intrinsics wrappers: T, kLanes, load/store
+// with a lane count, set1, add, mul, min, max, fmadd, fnmadd, round, ldexp,
+// rcp, div, abs, lessThan, select) and instantiated by the ISA files that
+// apply epilogues. Included only by those files, so it includes nothing but
+// the epilogue types (see gemm_microkernel.h).
 //
 // Each output vector is loaded once, run through every op in registers and
 // stored once: one pass over the tile whatever the number of ops.
@@ -65,59 +65,65 @@ template <class V> inline typename V::T hardSigmoid(typename V::T x, float a, fl
   return V::max(V::min(t, V::set1(1.0f)), V::set1(0.0f));
 }
 
+// Runs ops[0..count) on one vector holding `lanes` columns starting at
+// (row, col) of the full output; kernels call it on their accumulators right
+// before the store.
+template <class V>
+__attribute__((always_inline)) inline typename V::T
+applyOps(typename V::T v, const EpilogueOp *ops, int count, int64_t row, int64_t col, int lanes) {
+  for (int o = 0; o < count; ++o) {
+    const EpilogueOp &op = ops[o];
+    switch (op.kind) {
+    case EpilogueKind::kAddRowBias:
+      v = V::add(v, V::set1(op.data[row]));
+      break;
+    case EpilogueKind::kAddColBias:
+      v = V::add(v, V::load(op.data + col, lanes));
+      break;
+    case EpilogueKind::kMulRowScale:
+      v = V::mul(v, V::set1(op.data[row]));
+      break;
+    case EpilogueKind::kAddTensor:
+      v = V::add(v, V::load(op.data + row * op.ld + col, lanes));
+      break;
+    case EpilogueKind::kRelu:
+      v = V::max(v, V::set1(0.0f));
+      break;
+    case EpilogueKind::kClip:
+      v = V::min(V::max(v, V::set1(op.a)), V::set1(op.b));
+      break;
+    case EpilogueKind::kLeakyRelu:
+      v = V::select(V::lessThan(v, V::set1(0.0f)), V::mul(v, V::set1(op.a)), v);
+      break;
+    case EpilogueKind::kSigmoid:
+      v = sigmoid<V>(v);
+      break;
+    case EpilogueKind::kSilu:
+      v = V::mul(v, sigmoid<V>(v));
+      break;
+    case EpilogueKind::kHardSigmoid:
+      v = hardSigmoid<V>(v, op.a, op.b);
+      break;
+    case EpilogueKind::kHardSwish:
+      v = V::mul(v, hardSigmoid<V>(v, op.a, op.b));
+      break;
+    case EpilogueKind::kTanh:
+      v = tanh<V>(v);
+      break;
+    }
+  }
+  return v;
+}
+
 template <class V>
 void applyEpilogueTile(const EpilogueOp *ops, int count, float *c, int64_t ldc, int64_t row0,
                        int64_t col0, int64_t rows, int64_t cols) {
-  using T = typename V::T;
   for (int64_t i = 0; i < rows; ++i) {
     float *ci = c + i * ldc;
-    const int64_t row = row0 + i;
     for (int64_t j = 0; j < cols; j += V::kLanes) {
       const int lanes = cols - j < V::kLanes ? int(cols - j) : V::kLanes;
-      const int64_t col = col0 + j;
-      T v = V::load(ci + j, lanes);
-      for (int o = 0; o < count; ++o) {
-        const EpilogueOp &op = ops[o];
-        switch (op.kind) {
-        case EpilogueKind::kAddRowBias:
-          v = V::add(v, V::set1(op.data[row]));
-          break;
-        case EpilogueKind::kAddColBias:
-          v = V::add(v, V::load(op.data + col, lanes));
-          break;
-        case EpilogueKind::kMulRowScale:
-          v = V::mul(v, V::set1(op.data[row]));
-          break;
-        case EpilogueKind::kAddTensor:
-          v = V::add(v, V::load(op.data + row * op.ld + col, lanes));
-          break;
-        case EpilogueKind::kRelu:
-          v = V::max(v, V::set1(0.0f));
-          break;
-        case EpilogueKind::kClip:
-          v = V::min(V::max(v, V::set1(op.a)), V::set1(op.b));
-          break;
-        case EpilogueKind::kLeakyRelu:
-          v = V::select(V::lessThan(v, V::set1(0.0f)), V::mul(v, V::set1(op.a)), v);
-          break;
-        case EpilogueKind::kSigmoid:
-          v = sigmoid<V>(v);
-          break;
-        case EpilogueKind::kSilu:
-          v = V::mul(v, sigmoid<V>(v));
-          break;
-        case EpilogueKind::kHardSigmoid:
-          v = hardSigmoid<V>(v, op.a, op.b);
-          break;
-        case EpilogueKind::kHardSwish:
-          v = V::mul(v, hardSigmoid<V>(v, op.a, op.b));
-          break;
-        case EpilogueKind::kTanh:
-          v = tanh<V>(v);
-          break;
-        }
-      }
-      V::store(ci + j, v, lanes);
+      V::store(ci + j, applyOps<V>(V::load(ci + j, lanes), ops, count, row0 + i, col0 + j, lanes),
+               lanes);
     }
   }
 }

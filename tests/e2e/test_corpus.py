@@ -1,6 +1,7 @@
 """End-to-end tests on the real model corpus (scripts/corpus.lock).
 
-For each model: seeded random inputs -> `kiln run --target interp` and ONNX
+For each model and each kiln target (interp: the reference interpreter; cpu:
+the compiler): seeded random inputs -> `kiln run --target T` and ONNX
 Runtime (scripts/ort/ort_run.js) on the same .npy files -> every output
 compared by relative L2 error (<= 1e-4 for f32; exact for integers). And the
 printed IR of each model must round-trip: print -> parse -> print is
@@ -81,8 +82,9 @@ def rel_l2(a, b):
     return np.linalg.norm(a - b) / (denom if denom > 0 else 1.0)
 
 
+@pytest.mark.parametrize("target", ["interp", "cpu"])
 @pytest.mark.parametrize("name,index", [(n, i) for n, sets in CASES.items() for i in range(len(sets))])
-def test_interp_matches_onnxruntime(name, index, tmp_path):
+def test_matches_onnxruntime(name, index, target, tmp_path):
     model = model_path(name)
     inputs = rng_inputs(1234 + index, CASES[name][index])
     args = []
@@ -90,7 +92,7 @@ def test_interp_matches_onnxruntime(name, index, tmp_path):
         f = tmp_path / f"in_{k}.npy"
         np.save(f, v)
         args += ["--input", f"{k}={f}"]
-    run([KILN, "run", str(model), "--target", "interp", "--output-dir", str(tmp_path / "kiln")] + args)
+    run([KILN, "run", str(model), "--target", target, "--output-dir", str(tmp_path / "kiln")] + args)
     run(["node", str(ORT_RUN), str(model), "--output-dir", str(tmp_path / "ort")] + args)
     manifest = json.loads((tmp_path / "ort" / "manifest.json").read_text())["outputs"]
     assert manifest, "onnxruntime produced no outputs"
@@ -101,7 +103,7 @@ def test_interp_matches_onnxruntime(name, index, tmp_path):
         assert got.dtype == ref.dtype, f"{out['name']}: dtype {got.dtype} vs {ref.dtype}"
         if np.issubdtype(ref.dtype, np.floating):
             err = rel_l2(got, ref)
-            print(f"{name}[{index}] {out['name']}: relative L2 {err:.3e}")
+            print(f"{name}[{index}] {target} {out['name']}: relative L2 {err:.3e}")
             assert err <= REL_L2_F32, f"{out['name']}: relative L2 {err:.3e} > {REL_L2_F32}"
         else:
             np.testing.assert_array_equal(got, ref)

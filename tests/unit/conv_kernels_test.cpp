@@ -208,7 +208,15 @@ std::vector<ConvShape> shapes() {
       shape(1, 3, 1, 7, 3, 1, 3, 1, 1, 3),         // depthwise on H = 1
       shape(1, 24, 33, 70, 24, 3, 3, 1, 1, 24),    // depthwise, wide (interior vectors)
       shape(1, 24, 33, 71, 24, 5, 5, 2, 2, 24),    // depthwise 5x5 s2, wide
+      shape(1, 2, 5, 1100, 2, 3, 3, 1, 1, 2),      // depthwise, > 1024 columns
+      shape(1, 2, 9, 2100, 2, 5, 5, 2, 2, 2),      // depthwise 5x5 s2, > 1024 columns
   };
+  ConvShape dwRect = shape(1, 4, 17, 30, 4, 3, 3, 1, 1, 4);
+  dwRect.strideW = 2, dwRect.dilationH = 2, dwRect.padTop = 2;
+  v.push_back(dwRect);
+  ConvShape dwTall = shape(1, 4, 23, 19, 4, 5, 5, 1, 2, 4);
+  dwTall.strideH = 2;
+  v.push_back(dwTall);
   ConvShape asym = shape(1, 5, 9, 11, 7, 3, 3);
   asym.padTop = 0, asym.padLeft = 2, asym.padBottom = 1, asym.padRight = 0;
   v.push_back(asym);

@@ -1,4 +1,4 @@
-#include "tests/unit/random_graph.h"
+#include "random_graph.h"
 
 #include "ir/infer/infer.h"
 #include "ir/verifier.h"
@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <random>
 
@@ -30,7 +31,7 @@ public:
   bool chance(double p) { return unit() < p; }
   float normal() { // Box-Muller
     double u1 = std::max(unit(), 1e-12), u2 = unit();
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2));
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
   }
   int64_t dim() { return kDims[range(0, std::size(kDims) - 1)]; }
   template <class T> const T &pick(const std::vector<T> &v) { return v[range(0, v.size() - 1)]; }
@@ -307,7 +308,7 @@ Expected<Value *> Generator::layerNorm(Value *x) {
   std::vector<Value *> inputs = {x, randomConstant({d})};
   if (rng_.chance(0.7)) inputs.push_back(randomConstant({d}));
   Attrs attrs;
-  if (rng_.chance(0.5)) attrs["axis"] = Attribute::ofInt(rng_.chance(0.5) ? -1 : xs.size() - 1);
+  if (rng_.chance(0.5)) attrs["axis"] = Attribute::ofInt(rng_.chance(0.5) ? -1 : static_cast<int64_t>(xs.size()) - 1);
   if (rng_.chance(0.3)) attrs["epsilon"] = Attribute::ofFloat(1e-3f);
   return emit(OpKind::LayerNormalization, std::move(inputs), std::move(attrs));
 }
