@@ -289,8 +289,8 @@ private:
       return fail(i, "type " + typeName(t) + " is not a float type");
     if (isNumericOnly(i.op) && !isNumeric(t))
       return fail(i, "type " + typeName(t) + " is not a numeric type");
-    if (i.op == Opcode::Mod && !isInt(t))
-      return fail(i, "type " + typeName(t) + " is not an integer type");
+    if (i.op == Opcode::Mod && !isNumeric(t))
+      return fail(i, "type " + typeName(t) + " is not a numeric type");
     if (isBitwise(i.op) && !isInt(t) && t != DType::Bool)
       return fail(i, "type " + typeName(t) + " is not an integer or bool type");
     for (size_t n = 0; n < i.operands.size(); ++n) KILN_RETURN_IF_ERROR(expectOperand(i, n, t));

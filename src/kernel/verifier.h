@@ -33,9 +33,9 @@
 //                           round recip pow
 //      numeric (not bool):  neg abs add sub mul div max min, and the ordered
 //                           comparisons lt le gt ge
-//      integer only:        mod (the remainder of truncating division, as C;
-//                           floats have no mod until a kernel needs one, since
-//                           fmod and ONNX's Python-style mod differ)
+//      numeric:             mod (the remainder of truncating division, as C's
+//                           % and fmod: the sign of the dividend; ONNX's
+//                           Python-style integer Mod is built from it)
 //      integer or bool:     not and or xor (bitwise; logical on bool)
 //      any type:            eq ne select cast const load store read write
 #pragma once

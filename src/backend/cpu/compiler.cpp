@@ -10,6 +10,7 @@
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/cpu_target.h"
 #include "kernel/printer.h"
+#include "kernel/verifier.h"
 #include "lower/elementwise.h"
 #include "lower/elementwise_ops.h"
 #include "passes/pipeline.h"
@@ -167,6 +168,10 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
   const std::string name = "k" + std::to_string(kernels.size());
   auto lowered = lower::lowerElementwise(group, name, std::max(1, target_.lanes(widest)));
   if (!lowered.ok()) return false;
+  for (const Value *v : nodeInputs)
+    if (!slotOf(scope, v).ok()) return false;
+  const int index = internKernel(lowered->kernel);
+  if (index < 0) return false;
 
   std::vector<int> in, out;
   std::vector<DType> outTypes;
@@ -181,7 +186,6 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
     out.push_back(slot);
     outTypes.push_back(v->type().dtype());
   }
-  const int index = internKernel(lowered->kernel);
   std::string label = "kernel " + lowered->kernel.name + " " + node.describe();
   if (fused) {
     label += " [";
@@ -234,6 +238,13 @@ bool ProgramBuilder::tryPrecompute(Scope &scope, const Node &node) {
 }
 
 int ProgramBuilder::internKernel(kir::Kernel &kernel) {
+  // A lowering bug must not reach LLVM as undefined behaviour: the node
+  // runs on the interpreter instead, and the bug is reported.
+  if (Status s = verifyKernel(kernel); !s.ok()) {
+    std::fprintf(stderr, "kiln: warning: lowered kernel does not verify (a kiln bug): %s\n",
+                 s.error().message.c_str());
+    return -1;
+  }
   // Identical kernels (the same activation on many layers) are compiled
   // once: the text without the name is the key.
   const std::string text = printKernel(kernel);
@@ -255,10 +266,11 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
   if (!lowered.ok()) return false;
   for (const Value *v : node.inputs())
     if (v && !slotOf(scope, v).ok()) return false;
+  const int index = internKernel(lowered->kernel);
+  if (index < 0) return false;
   std::vector<int> in = nodeInputSlots(scope, node);
   std::vector<int> out;
   for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
-  const int index = internKernel(lowered->kernel);
   auto fallback = std::make_unique<InterpStep>(node, in, out,
                                                std::vector<std::pair<const Value *, int>>{});
   auto step = std::make_unique<ReductionStep>("kernel " + lowered->kernel.name + " " +
