@@ -70,23 +70,24 @@ struct ImageEpilogue {
   }
 };
 
-// Hands each concurrently running body its own workspace slot.
-class SlotPool {
-public:
-  int acquire() {
-    uint64_t used = used_.load(std::memory_order_relaxed);
-    for (;;) {
-      const int slot = __builtin_ctzll(~used);
-      if (used_.compare_exchange_weak(used, used | (uint64_t(1) << slot),
-                                      std::memory_order_acquire))
-        return slot;
-    }
+// Runs task(slot, t) for every t in [0, tasks) on up to `threads` threads
+// of the pool. Each body claims one task at a time from a shared counter
+// (the pool's own chunking would split 10 equal tasks 6 + 4 over 2
+// threads); `slot` < threads is the body's index, unique among the bodies
+// running at once, so it picks a workspace slot.
+template <class F>
+void runTasks(runtime::ThreadPool &pool, int64_t threads, int64_t tasks, F &&task) {
+  if (threads <= 1 || tasks <= 1) {
+    for (int64_t t = 0; t < tasks; ++t) task(0, t);
+    return;
   }
-  void release(int slot) { used_.fetch_and(~(uint64_t(1) << slot), std::memory_order_release); }
-
-private:
-  std::atomic<uint64_t> used_{0};
-};
+  std::atomic<int64_t> next{0};
+  pool.parallelFor(std::min(threads, tasks), [&](int64_t begin, int64_t end) {
+    for (int64_t slot = begin; slot < end; ++slot)
+      for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < tasks;)
+        task(int(slot), t);
+  });
+}
 
 // A grow-only, 64-byte aligned per-thread buffer for run(workspace = null).
 class Scratch {
@@ -107,6 +108,22 @@ private:
   int64_t cap_ = 0;
 };
 thread_local Scratch tConvScratch;
+
+// The conv's B micro-panel at output pixels [j0, j0 + nr) exists in place
+// when those pixels lie in one output row, stride 1, and every tap of
+// every pixel is inside the input: row (c, r, s) is then nr contiguous
+// input floats at base + offsets[(c*R + r)*S + s].
+bool im2colDirect(const void *ctx, int64_t j0, int nr, const float **base) {
+  const auto &s = *static_cast<const detail::Im2colSource *>(ctx);
+  if (s.strideW != 1) return false;
+  const int64_t oh = j0 / s.outW, ow = j0 % s.outW;
+  if (ow + nr > s.outW) return false;
+  const int64_t ih0 = oh * s.strideH - s.padTop, iw0 = ow - s.padLeft;
+  if (ih0 < 0 || ih0 + (s.R - 1) * s.dilationH >= s.H) return false;
+  if (iw0 < 0 || iw0 + nr - 1 + (s.S - 1) * s.dilationW >= s.W) return false;
+  *base = s.x + ih0 * s.W + iw0;
+  return true;
+}
 
 // Floats of one task's packed B block for a GEMM of depth `depth`.
 int64_t blockCols(const detail::GemmKernelInfo &ki, int64_t depth) {
@@ -183,11 +200,14 @@ void PackedConv::run(const ConvShape &s, const float *x, float *y, const Epilogu
 
 // Tasks: (image, group) units x column tiles x row splits. Column tiles are
 // whole NR panels of output pixels, at most one B block wide, and numerous
-// enough for >= 2 tasks per thread when the units alone are too few (batch
-// 1, groups 1: a 20x20 output has 13 panels, split 4+3+3+3 on 2 threads would
-// leave one thread idle a quarter of the time; 2x as many tiles halves
-// that). Row splits (output-channel blocks) only when even one-panel tiles
-// leave a thread idle: they make each thread pack the same B panels.
+// enough for >= 4 tasks per thread when the units alone are too few (batch
+// 1, groups 1: a 20x20 output has 13 panels; split 4+3+3+3 over 2 threads,
+// one thread would idle a quarter of the time, in 8 tiles of 1-2 panels
+// claimed one at a time the threads end within one panel of each other).
+// Tiles cost nothing extra: the weights are pre-packed and each tile packs
+// only its own columns. Row splits (output-channel blocks) only when even
+// one-panel tiles leave a thread idle: they make each thread pack the same
+// B panels.
 void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                          void *workspace, runtime::ThreadPool &pool) const {
   const detail::GemmKernels k = detail::gemmKernelsFor(isa_);
@@ -204,60 +224,68 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
   int64_t rowSplits = 1;
   const double flops = 2.0 * double(s.N) * double(s.K) * double(depth) * double(P);
   const int64_t threads = flops < kParallelFlops ? 1 : pool.threads();
-  if (threads > 1 && units * tiles < 2 * threads)
-    tiles = std::min(colPanels, std::max(tiles, ceilDiv(2 * threads, units)));
+  if (threads > 1 && units * tiles < 4 * threads)
+    tiles = std::min(colPanels, std::max(tiles, ceilDiv(4 * threads, units)));
   if (threads > 1 && units * tiles < threads)
     rowSplits = std::min(rows.count, ceilDiv(threads, units * tiles));
   const int64_t tasks = units * tiles * rowSplits;
 
-  const int64_t slot = slotFloats(ki, depth);
-  SlotPool slots;
-  auto body = [&](int64_t begin, int64_t end) {
-    const int id = workspace ? slots.acquire() : 0;
-    float *bBuf = workspace ? static_cast<float *>(workspace) + id * slot : tConvScratch.get(slot);
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t unit = t / (tiles * rowSplits), n = unit / G, g = unit % G;
-      const auto [c0, c1] = span(colPanels, tiles, t / rowSplits % tiles);
-      const auto [r0, r1] = span(rows.count, rowSplits, t % rowSplits);
-      const int64_t j0 = c0 * ki.nr, cols = std::min(c1 * ki.nr, P) - j0;
-      if (cols <= 0 || r1 <= r0) continue;
+  // In-place B rows (im2colDirect) need 32-bit offsets of every (c, r, s)
+  // from the group's first input value; H and W may change per run.
+  const int64_t imH = algo_ == ConvAlgo::kGemm1x1 ? 1 : s.H;
+  const int64_t imW = algo_ == ConvAlgo::kGemm1x1 ? P : s.W;
+  const bool direct = ki.direct[1] && s.strideW == 1 && Cg * s.H * s.W < (int64_t(1) << 31);
+  thread_local std::vector<int32_t> tOffsets;
+  if (direct) {
+    tOffsets.resize(size_t(depth));
+    for (int64_t c = 0, k = 0; c < Cg; ++c)
+      for (int64_t r = 0; r < s.R; ++r)
+        for (int64_t t = 0; t < s.S; ++t, ++k)
+          tOffsets[size_t(k)] = int32_t(c * imH * imW + r * s.dilationH * imW + t * s.dilationW);
+  }
+  const int32_t *offsets = tOffsets.data();
 
-      detail::Im2colSource src{x + (n * s.C + g * Cg) * s.H * s.W,
-                               s.H,
-                               s.W,
-                               outW,
-                               s.R,
-                               s.S,
-                               s.strideH,
-                               s.strideW,
-                               s.dilationH,
-                               s.dilationW,
-                               s.padTop,
-                               s.padLeft};
-      if (algo_ == ConvAlgo::kGemm1x1) src.H = 1, src.W = P, src.outW = P;
-      const ImageEpilogue epi(ep, n, s.K);
+  const int64_t slotSize = slotFloats(ki, depth);
+  runTasks(pool, threads, tasks, [&](int slot, int64_t t) {
+    const int64_t unit = t / (tiles * rowSplits), n = unit / G, g = unit % G;
+    const auto [c0, c1] = span(colPanels, tiles, t / rowSplits % tiles);
+    const auto [r0, r1] = span(rows.count, rowSplits, t % rowSplits);
+    const int64_t j0 = c0 * ki.nr, cols = std::min(c1 * ki.nr, P) - j0;
+    if (cols <= 0 || r1 <= r0) return;
+    float *bBuf =
+        workspace ? static_cast<float *>(workspace) + slot * slotSize : tConvScratch.get(slotSize);
 
-      detail::GemmProblem prob;
-      prob.M = Kg, prob.N = P, prob.K = depth;
-      prob.a.packed = groupWeights_[size_t(g)].data();
-      prob.b.pack = ck.im2col, prob.b.ctx = &src;
-      prob.beta = 0.0f;
-      prob.c = y + (n * s.K + g * Kg) * P, prob.ldc = P;
-      prob.rowBias = bias_.empty() ? nullptr : bias_.data() + g * Kg;
-      prob.ops = epi.ops, prob.opCount = epi.count;
-      prob.epiRow0 = g * Kg;
-      detail::gemmBlock(prob, k, rows, r0, r1, j0, cols, roundUp(cols, ki.nr), nullptr, bBuf);
-    }
-    if (workspace) slots.release(id);
-  };
-  if (threads == 1)
-    body(0, tasks);
-  else
-    pool.parallelFor(tasks, body);
+    detail::Im2colSource src{x + (n * s.C + g * Cg) * s.H * s.W,
+                             s.H,
+                             s.W,
+                             outW,
+                             s.R,
+                             s.S,
+                             s.strideH,
+                             s.strideW,
+                             s.dilationH,
+                             s.dilationW,
+                             s.padTop,
+                             s.padLeft};
+    if (algo_ == ConvAlgo::kGemm1x1) src.H = imH, src.W = imW, src.outW = P;
+    const ImageEpilogue epi(ep, n, s.K);
+
+    detail::GemmProblem prob;
+    prob.M = Kg, prob.N = P, prob.K = depth;
+    prob.a.packed = groupWeights_[size_t(g)].data();
+    prob.b.pack = ck.im2col, prob.b.ctx = &src;
+    if (direct) prob.b.direct = im2colDirect, prob.b.offsets = offsets;
+    prob.beta = 0.0f;
+    prob.c = y + (n * s.K + g * Kg) * P, prob.ldc = P;
+    prob.rowBias = bias_.empty() ? nullptr : bias_.data() + g * Kg;
+    prob.ops = epi.ops, prob.opCount = epi.count;
+    prob.epiRow0 = g * Kg;
+    detail::gemmBlock(prob, k, rows, r0, r1, j0, cols, roundUp(cols, ki.nr), nullptr, bBuf);
+  });
 }
 
 // Tasks: (image, output channel) planes, split into row blocks when there
-// are fewer than 2 per thread.
+// are fewer than 4 per thread.
 void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                               runtime::ThreadPool &pool) const {
   const ConvIsaKernels ck = convKernelsFor(isa_);
@@ -267,33 +295,27 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
   const double flops = 2.0 * double(planes) * double(taps) * double(P);
   const int64_t threads = flops < kParallelFlops ? 1 : pool.threads();
   int64_t rowBlocks = 1;
-  if (threads > 1 && planes < 2 * threads) rowBlocks = std::min(outH, ceilDiv(2 * threads, planes));
+  if (threads > 1 && planes < 4 * threads) rowBlocks = std::min(outH, ceilDiv(4 * threads, planes));
   const int64_t tasks = planes * rowBlocks;
 
-  auto body = [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t plane = t / rowBlocks, n = plane / s.K, k = plane % s.K;
-      const auto [oh0, oh1] = span(outH, rowBlocks, t % rowBlocks);
-      if (oh1 <= oh0) continue;
-      const ImageEpilogue epi(ep, n, s.K);
-      detail::DepthwiseArgs a;
-      a.x = x + (n * s.C + k / mult) * s.H * s.W;
-      a.y = y + (n * s.K + k) * P;
-      a.w = taps_.data() + k * taps;
-      a.bias = bias_.empty() ? 0.0f : bias_[size_t(k)];
-      a.H = s.H, a.W = s.W, a.outH = outH, a.outW = outW;
-      a.R = s.R, a.S = s.S, a.strideH = s.strideH, a.strideW = s.strideW;
-      a.dilationH = s.dilationH, a.dilationW = s.dilationW, a.padTop = s.padTop,
-      a.padLeft = s.padLeft;
-      a.oh0 = oh0, a.oh1 = oh1;
-      a.ops = epi.ops, a.opCount = epi.count, a.channel = k, a.epilogue = epiFn;
-      ck.depthwise(a);
-    }
-  };
-  if (threads == 1)
-    body(0, tasks);
-  else
-    pool.parallelFor(tasks, body);
+  runTasks(pool, threads, tasks, [&](int, int64_t t) {
+    const int64_t plane = t / rowBlocks, n = plane / s.K, k = plane % s.K;
+    const auto [oh0, oh1] = span(outH, rowBlocks, t % rowBlocks);
+    if (oh1 <= oh0) return;
+    const ImageEpilogue epi(ep, n, s.K);
+    detail::DepthwiseArgs a;
+    a.x = x + (n * s.C + k / mult) * s.H * s.W;
+    a.y = y + (n * s.K + k) * P;
+    a.w = taps_.data() + k * taps;
+    a.bias = bias_.empty() ? 0.0f : bias_[size_t(k)];
+    a.H = s.H, a.W = s.W, a.outH = outH, a.outW = outW;
+    a.R = s.R, a.S = s.S, a.strideH = s.strideH, a.strideW = s.strideW;
+    a.dilationH = s.dilationH, a.dilationW = s.dilationW, a.padTop = s.padTop,
+    a.padLeft = s.padLeft;
+    a.oh0 = oh0, a.oh1 = oh1;
+    a.ops = epi.ops, a.opCount = epi.count, a.channel = k, a.epilogue = epiFn;
+    ck.depthwise(a);
+  });
 }
 
 } // namespace kiln::kernels

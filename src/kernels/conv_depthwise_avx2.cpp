@@ -36,12 +36,14 @@ __attribute__((always_inline)) inline __m256 loadMasked(const float *row, int64_
     return evens(_mm256_maskload_ps(row + iw0, laneRange(-iw0, hi, 0)),
                  _mm256_maskload_ps(row + iw0 + 8, laneRange(-iw0, hi, 8)));
   } else {
-    const __m256i idx = _mm256_add_epi32(
-        _mm256_set1_epi32(int32_t(iw0)),
-        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int32_t(sw))));
-    const __m256i m = _mm256_and_si256(
-        laneRange(0, lanes, 0), _mm256_and_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)),
-                                                 _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(W)), idx)));
+    const __m256i idx =
+        _mm256_add_epi32(_mm256_set1_epi32(int32_t(iw0)),
+                         _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32(int32_t(sw))));
+    const __m256i m =
+        _mm256_and_si256(laneRange(0, lanes, 0),
+                         _mm256_and_si256(_mm256_cmpgt_epi32(idx, _mm256_set1_epi32(-1)),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(int32_t(W)), idx)));
     return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), row, idx, _mm256_castsi256_ps(m), 4);
   }
 }
@@ -70,7 +72,8 @@ template <int SW, int KS> void planeRows(const DepthwiseArgs &a) {
 #pragma GCC unroll 5
           for (int64_t s = 0; s < S; ++s) {
             const float *p = xrow + iwBase + s * dw;
-            __m256 v = SW == 1 ? _mm256_loadu_ps(p) : evens(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
+            __m256 v =
+                SW == 1 ? _mm256_loadu_ps(p) : evens(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8));
             acc = _mm256_fmadd_ps(_mm256_broadcast_ss(wr + s), v, acc);
           }
         } else {

@@ -15,8 +15,8 @@
 // with per-tap masks (stride 1, 2) or gathers. No padded copy of the plane is
 // made. The epilogue runs on the accumulators before the store (one pass
 // over the output, not two: depthwise does so little math per output that a
-// second pass would cost as much as the conv). Compiled with -mavx512f -mavx512vl -mfma (see gemm_microkernel.h
-// for why nothing else is included).
+// second pass would cost as much as the conv). Compiled with -mavx512f -mavx512vl -mfma (see
+// gemm_microkernel.h for why nothing else is included).
 #include "kernels/conv_kernels.h"
 #include "kernels/epilogue_simd.h"
 #include "kernels/simd_avx512.h"
@@ -81,9 +81,9 @@ void planeGeneric(const DepthwiseArgs &a) {
       for (int64_t r = rBegin; r < rEnd; ++r) {
         const float *xrow = a.x + (ih0 + r * a.dilationH) * a.W;
         for (int64_t s = 0; s < a.S; ++s)
-          acc = _mm512_fmadd_ps(
-              _mm512_set1_ps(a.w[r * a.S + s]),
-              loadColumns(xrow, iwBase + s * a.dilationW, lanes, a.W, a.strideW), acc);
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(a.w[r * a.S + s]),
+                                loadColumns(xrow, iwBase + s * a.dilationW, lanes, a.W, a.strideW),
+                                acc);
       }
       _mm512_mask_storeu_ps(yrow + ow0, __mmask16(bitRange(0, lanes)),
                             finish(a, acc, oh, ow0, lanes));
@@ -118,8 +118,10 @@ template <int SW, int KS> struct RowTaps {
       const __m512 A = _mm512_maskz_loadu_ps(__mmask16(m), p);
       const __m512 B = _mm512_maskz_loadu_ps(__mmask16(m >> 16), p + 16);
       const __m512 C = _mm512_maskz_loadu_ps(__mmask16(m >> 32), p + 32);
-      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-      const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+      const __m512i even =
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      const __m512i odd =
+          _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
       const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
       v[0] = _mm512_permutex2var_ps(A, even, B); // t = 2l
       v[1] = _mm512_permutex2var_ps(A, odd, B);  // t = 2l + 1
@@ -143,10 +145,9 @@ template <int SW, int KS> struct RowTaps {
 // 3x3 stride-1 window costs 6 loads per 4 x 16 outputs' row (not 12): the
 // unaligned loads, not the FMAs, bound the one-row loop.
 template <int SW, int KS, int RB>
-__attribute__((always_inline)) inline void rowBlock(const DepthwiseArgs &a, int64_t oh,
-                                                    int64_t ow0, const float *x0, float *y0,
-                                                    const Chunk *info, int64_t count,
-                                                    const __m512 *w, __m512 bias) {
+__attribute__((always_inline)) inline void rowBlock(const DepthwiseArgs &a, int64_t oh, int64_t ow0,
+                                                    const float *x0, float *y0, const Chunk *info,
+                                                    int64_t count, const __m512 *w, __m512 bias) {
   const int64_t rowStep = a.W, ldy = a.outW;
   constexpr int kSpan = (RB - 1) * SW + KS;
   for (int64_t c = 0; c < count; ++c) {

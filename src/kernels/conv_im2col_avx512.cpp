@@ -67,9 +67,9 @@ __attribute__((always_inline)) inline void loadSegment(const Im2colSource &s, co
     // lane l reads element t = 2l of base[0..64).
     const float *base = row + iw0 - 2 * lane;
     const int64_t lo = 2 * lane, hi = 2 * (lane + len) - 1, inLo = 2 * lane - iw0;
-    const uint64_t m =
-        bitRange(lo > inLo ? lo : inLo, hi < inLo + s.W ? hi : inLo + s.W);
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const uint64_t m = bitRange(lo > inLo ? lo : inLo, hi < inLo + s.W ? hi : inLo + s.W);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     if (lane < 16) {
       __m512 a = _mm512_maskz_loadu_ps(__mmask16(m), base);
       __m512 b = _mm512_maskz_loadu_ps(__mmask16(m >> 16), base + 16);
@@ -82,8 +82,9 @@ __attribute__((always_inline)) inline void loadSegment(const Im2colSource &s, co
     }
   } else {
     const int32_t sw = int32_t(s.strideW);
-    const __m512i iota = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(sw));
+    const __m512i iota =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(sw));
     const __m512i w = _mm512_set1_epi32(int32_t(s.W)), zero = _mm512_setzero_si512();
     const uint64_t lanes = bitRange(lane, lane + len);
     __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int32_t(iw0 - int64_t(lane) * sw)), iota);
@@ -130,9 +131,9 @@ void pack(const Im2colSource &s, int64_t p0, int64_t kc, int64_t j0, int64_t col
             mask[g][t] = bitRange(lane > inLo ? lane : inLo,
                                   lane + len < inLo + s.W ? lane + len : inLo + s.W);
           else
-            mask[g][t] = bitRange(2 * lane > inLo ? 2 * lane : inLo,
-                                  2 * (lane + len) - 1 < inLo + s.W ? 2 * (lane + len) - 1
-                                                                    : inLo + s.W);
+            mask[g][t] =
+                bitRange(2 * lane > inLo ? 2 * lane : inLo,
+                         2 * (lane + len) - 1 < inLo + s.W ? 2 * (lane + len) - 1 : inLo + s.W);
         }
       }
     }
@@ -152,9 +153,9 @@ void pack(const Im2colSource &s, int64_t p0, int64_t kc, int64_t j0, int64_t col
             v1 = _mm512_mask_loadu_ps(v1, __mmask16(m >> 16), base + 16);
           } else {
             if (m & 0xFFFFFFFFu)
-              v0 = orPs(v0, _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(__mmask16(m), base), even,
-                                                   _mm512_maskz_loadu_ps(__mmask16(m >> 16),
-                                                                         base + 16)));
+              v0 = orPs(
+                  v0, _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(__mmask16(m), base), even,
+                                             _mm512_maskz_loadu_ps(__mmask16(m >> 16), base + 16)));
             if (m >> 32)
               v1 = orPs(v1, _mm512_permutex2var_ps(
                                 _mm512_maskz_loadu_ps(__mmask16(m >> 32), base + 32), even,

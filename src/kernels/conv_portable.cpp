@@ -54,8 +54,8 @@ void depthwisePortable(const DepthwiseArgs &a) {
       yrow[ow] = acc;
     }
     if (a.opCount && ((oh + 1 - batchStart) * a.outW >= kEpilogueBatch || oh + 1 == a.oh1)) {
-      a.epilogue(a.ops, a.opCount, a.y + batchStart * a.outW, 0, a.channel,
-                 batchStart * a.outW, 1, (oh + 1 - batchStart) * a.outW);
+      a.epilogue(a.ops, a.opCount, a.y + batchStart * a.outW, 0, a.channel, batchStart * a.outW, 1,
+                 (oh + 1 - batchStart) * a.outW);
       batchStart = oh + 1;
     }
   }

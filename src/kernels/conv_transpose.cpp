@@ -160,8 +160,8 @@ void PackedConvTranspose::run(const ConvTransposeShape &s, const float *x, float
     p.colRange.push_back(validRange(s.W, s.strideW, t * s.dilationW - s.padLeft, s.outW));
 
   const int64_t outHW = s.outH * s.outW;
-  const double flops = 2.0 * double(s.N) * double(s.K) * double(p.Cg) * double(s.R * s.S) *
-                       double(s.H * s.W);
+  const double flops =
+      2.0 * double(s.N) * double(s.K) * double(p.Cg) * double(s.R * s.S) * double(s.H * s.W);
   const int64_t threads = flops < kParallelFlops ? 1 : tp.threads();
   // Blocks of bh input rows. When taps of neighbouring rows overlap, blocks
   // two apart must not: (bh + 1) * strideH >= spanH.
@@ -181,8 +181,10 @@ void PackedConvTranspose::run(const ConvTransposeShape &s, const float *x, float
         std::fill_n(y + plane * outHW, outHW, v);
       }
     };
-    if (threads == 1) fill(0, s.N * s.K);
-    else tp.parallelFor(s.N * s.K, fill);
+    if (threads == 1)
+      fill(0, s.N * s.K);
+    else
+      tp.parallelFor(s.N * s.K, fill);
   }
 
   GemmOptions opts;
@@ -203,8 +205,10 @@ void PackedConvTranspose::run(const ConvTransposeShape &s, const float *x, float
       }
     };
     if (perUnit <= 0) continue;
-    if (threads == 1) body(0, units * perUnit);
-    else tp.parallelFor(units * perUnit, body);
+    if (threads == 1)
+      body(0, units * perUnit);
+    else
+      tp.parallelFor(units * perUnit, body);
   }
 }
 

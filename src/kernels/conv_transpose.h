@@ -74,8 +74,7 @@ public:
   // y[N][K][outH][outW] = convTranspose(x) + bias. pool: null means
   // runtime::ThreadPool::global(). x and y must not overlap. Scratch is a
   // thread-local buffer per thread (grown on demand). Blocks until done.
-  void run(const ConvTransposeShape &s, const float *x, float *y,
-           runtime::ThreadPool *pool) const;
+  void run(const ConvTransposeShape &s, const float *x, float *y, runtime::ThreadPool *pool) const;
 
   GemmIsa isa() const { return isa_; }
 

@@ -21,17 +21,17 @@
 namespace kiln::kernels {
 
 enum class EpilogueKind : uint8_t {
-  kAddRowBias,   // c += data[row]
-  kAddColBias,   // c += data[col]
-  kMulRowScale,  // c *= data[row]
-  kAddTensor,    // c += data[row * ld + col] (a residual with the output's layout)
-  kRelu,         // max(c, 0)
-  kClip,         // min(max(c, a), b)
-  kLeakyRelu,    // c >= 0 ? c : a * c
-  kSigmoid,      // 1 / (1 + exp(-c))
-  kSilu,         // c * sigmoid(c)
-  kHardSigmoid,  // max(0, min(1, a * c + b))  (ONNX defaults: a = 0.2, b = 0.5)
-  kHardSwish,    // c * max(0, min(1, a * c + b))  (ONNX HardSwish: a = 1/6, b = 0.5)
+  kAddRowBias,  // c += data[row]
+  kAddColBias,  // c += data[col]
+  kMulRowScale, // c *= data[row]
+  kAddTensor,   // c += data[row * ld + col] (a residual with the output's layout)
+  kRelu,        // max(c, 0)
+  kClip,        // min(max(c, a), b)
+  kLeakyRelu,   // c >= 0 ? c : a * c
+  kSigmoid,     // 1 / (1 + exp(-c))
+  kSilu,        // c * sigmoid(c)
+  kHardSigmoid, // max(0, min(1, a * c + b))  (ONNX defaults: a = 0.2, b = 0.5)
+  kHardSwish,   // c * max(0, min(1, a * c + b))  (ONNX HardSwish: a = 1/6, b = 0.5)
   kTanh,
 };
 

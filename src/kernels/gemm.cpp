@@ -78,8 +78,7 @@ void sgemmPacked(const PackedA &A, bool transB, int64_t N, const float *B, int64
   detail::gemmParallel(p, k, poolOf(options));
 }
 
-PackedB PackedB::pack(bool transB, int64_t K, int64_t N, const float *B, int64_t ldb,
-                      GemmIsa isa) {
+PackedB PackedB::pack(bool transB, int64_t K, int64_t N, const float *B, int64_t ldb, GemmIsa isa) {
   PackedB out;
   out.isa_ = resolveGemmIsa(isa);
   out.K_ = std::max<int64_t>(K, 0);
@@ -93,8 +92,7 @@ PackedB PackedB::pack(bool transB, int64_t K, int64_t N, const float *B, int64_t
 }
 
 void sgemmPackedB(bool transA, int64_t M, float alpha, const float *A, int64_t lda,
-                  const PackedB &B, float beta, float *C, int64_t ldc,
-                  const GemmOptions &options) {
+                  const PackedB &B, float beta, float *C, int64_t ldc, const GemmOptions &options) {
   if (M <= 0 || B.cols() <= 0) return;
   const GemmKernels k = detail::gemmKernelsFor(B.isa());
   GemmProblem p;

@@ -73,12 +73,8 @@ void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
 
 GemmKernelInfo gemmKernelAvx2() {
   // 256 x 16 B micro-panel = 16 KiB in L1; mc x kc = 768 KiB in L2.
-  return {kMr,
-          kNr,
-          256,
-          768,
-          4096,
-          {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>}};
+  return {kMr, kNr,  256,
+          768, 4096, {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>}};
 }
 
 } // namespace kiln::kernels::detail

@@ -25,9 +25,12 @@ __attribute__((always_inline)) inline __m512 finish(__m512 acc, __mmask16 m, con
   return acc;
 }
 
-template <int H>
-void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-            int64_t cols, const float *rowBias) {
+// kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn), else
+// from the packed panel at pb + k * kNr.
+template <int H, bool kDirect>
+__attribute__((always_inline)) inline void
+tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c, int64_t ldc,
+     float beta, int64_t cols, const float *rowBias) {
   __m512 acc[H][2];
 #pragma GCC unroll 14
   for (int i = 0; i < H; ++i) {
@@ -39,9 +42,16 @@ void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
   }
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
-    __m512 b0 = _mm512_load_ps(pb);
-    __m512 b1 = _mm512_load_ps(pb + 16);
-    _mm_prefetch(reinterpret_cast<const char *>(pb + 8 * kNr), _MM_HINT_T0);
+    __m512 b0, b1;
+    if constexpr (kDirect) {
+      const float *bk = pb + boff[k];
+      b0 = _mm512_loadu_ps(bk);
+      b1 = _mm512_loadu_ps(bk + 16);
+    } else {
+      b0 = _mm512_load_ps(pb);
+      b1 = _mm512_load_ps(pb + 16);
+      _mm_prefetch(reinterpret_cast<const char *>(pb + 8 * kNr), _MM_HINT_T0);
+    }
 #pragma GCC unroll 14
     for (int i = 0; i < H; ++i) {
       __m512 a = _mm512_set1_ps(pa[i]);
@@ -49,7 +59,7 @@ void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
       acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
     }
     pa += H;
-    pb += kNr;
+    if constexpr (!kDirect) pb += kNr;
   }
   const __m512 vbeta = _mm512_set1_ps(beta);
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
@@ -62,6 +72,18 @@ void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
     _mm512_mask_storeu_ps(ci, m0, finish(acc[i][0], m0, ci, beta, vbeta));
     _mm512_mask_storeu_ps(ci + 16, m1, finish(acc[i][1], m1, ci + 16, beta, vbeta));
   }
+}
+
+template <int H>
+void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
+            int64_t cols, const float *rowBias) {
+  tile<H, false>(kc, pa, pb, nullptr, c, ldc, beta, cols, rowBias);
+}
+
+template <int H>
+void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c,
+            int64_t ldc, float beta, const float *rowBias) {
+  tile<H, true>(kc, pa, b, boff, c, ldc, beta, kNr, rowBias);
 }
 
 // Row-major A into an h-tall micro-panel: one h-lane gather and one masked
@@ -94,7 +116,9 @@ GemmKernelInfo gemmKernelAvx512() {
           4096,
           {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>, kernel<7>,
            kernel<8>, kernel<9>, kernel<10>, kernel<11>, kernel<12>, kernel<13>, kernel<14>},
-          packA};
+          packA,
+          {nullptr, direct<1>, direct<2>, direct<3>, direct<4>, direct<5>, direct<6>, direct<7>,
+           direct<8>, direct<9>, direct<10>, direct<11>, direct<12>, direct<13>, direct<14>}};
 }
 
 } // namespace kiln::kernels::detail

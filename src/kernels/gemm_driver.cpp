@@ -84,15 +84,13 @@ void scaleOnly(const GemmProblem &p, const GemmKernels &k) {
     const float bias = p.rowBias ? p.rowBias[i] : 0.0f;
     for (int64_t j = 0; j < p.N; ++j) ci[j] = bias + (p.beta == 0.0f ? 0.0f : p.beta * ci[j]);
   }
-  if (p.opCount)
-    k.epilogue(p.ops, p.opCount, p.c, p.ldc, p.epiRow0, p.epiCol0, p.M, p.N);
+  if (p.opCount) k.epilogue(p.ops, p.opCount, p.c, p.ldc, p.epiRow0, p.epiCol0, p.M, p.N);
 }
 
 } // namespace
 
 void hoistRowBias(GemmProblem &p) {
-  if (p.beta != 0.0f || p.rowBias || p.opCount == 0 ||
-      p.ops[0].kind != EpilogueKind::kAddRowBias)
+  if (p.beta != 0.0f || p.rowBias || p.opCount == 0 || p.ops[0].kind != EpilogueKind::kAddRowBias)
     return;
   p.rowBias = p.ops[0].data + p.epiRow0;
   ++p.ops;
@@ -160,17 +158,24 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
           const int64_t col = jc + q * nr;
           const int64_t cols = std::min<int64_t>(nr, ncur - q * nr);
           const float *pbq = pb + q * nr * kc;
-          // B is packed one micro-panel at a time, just before the first
-          // group uses it, so the kernels read it from L1; later groups (M >
-          // mc) find it in the buffer.
-          if (!p.b.packed && g0 == panel0)
+          const float *direct = nullptr;
+          if (p.b.direct && ki.direct[1] && cols == nr && !p.b.direct(p.b.ctx, col, nr, &direct))
+            direct = nullptr;
+          // Otherwise B is packed one micro-panel at a time, just before the
+          // first group uses it, so the kernels read it from L1; later
+          // groups (M > mc) find it in the buffer.
+          if (!direct && !p.b.packed && g0 == panel0)
             p.b.pack(p.b.ctx, pc, kc, col, cols, nr, bBuf + q * nr * kc);
           for (int64_t i = g0; i < g1; ++i) {
             const int64_t row = panels.start(i);
             const int h = panels.height(i);
             float *c = p.c + row * p.ldc + col;
-            ki.kernels[h](kc, pa + (row - rowBase) * kc, pbq, c, p.ldc, beta, cols,
-                          pc == 0 && p.rowBias ? p.rowBias + row : nullptr);
+            const float *bias = pc == 0 && p.rowBias ? p.rowBias + row : nullptr;
+            const float *pai = pa + (row - rowBase) * kc;
+            if (direct)
+              ki.direct[h](kc, pai, direct, p.b.offsets + pc, c, p.ldc, beta, bias);
+            else
+              ki.kernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias);
             if (epilogue)
               k.epilogue(p.ops, p.opCount, c, p.ldc, p.epiRow0 + row, p.epiCol0 + col, h, cols);
           }

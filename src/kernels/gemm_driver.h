@@ -73,10 +73,16 @@ struct ASource {
 using PackBFn = void (*)(const void *ctx, int64_t p0, int64_t kc, int64_t j0, int64_t cols, int nr,
                          float *dst);
 
+// Optional, with a packer: true when B's columns [j0, j0 + nr) can be read
+// in place, row k at *base + offsets[k] (see DirectKernelFn).
+using DirectBFn = bool (*)(const void *ctx, int64_t j0, int nr, const float **base);
+
 struct BSource {
   const float *packed = nullptr; // the layout above, or null: call pack(ctx, ...)
   PackBFn pack = nullptr;
   const void *ctx = nullptr;
+  DirectBFn direct = nullptr;
+  const int32_t *offsets = nullptr; // K values, for direct
 };
 
 // A plain row-major B (ctx of packMatrixB).

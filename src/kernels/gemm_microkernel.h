@@ -22,6 +22,14 @@ constexpr int kMaxMr = 16;
 using MicroKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
                                float beta, int64_t cols, const float *rowBias);
 
+// Like MicroKernelFn for a full NR-column tile whose B is read in place, not
+// packed: row k of the B micro-panel is the NR floats at b + boff[k] (any
+// alignment). For tiles whose B panel already exists row by row in the
+// source: the interior tiles of a stride-1 conv and every full tile of a 1x1
+// conv, which then need no packing at all.
+using DirectKernelFn = void (*)(int64_t kc, const float *pa, const float *b, const int32_t *boff,
+                                float *c, int64_t ldc, float beta, const float *rowBias);
+
 // Packs h <= mr rows of a row-major (not transposed) A into one micro-panel:
 // dst[k*h + i] = alpha * a[i*lda + k] for i < h, k < kc. Optional: the
 // driver's scalar packing is used when null or when 32-bit offsets overflow.
@@ -32,6 +40,7 @@ struct GemmKernelInfo {
   int kc, mc, nc; // cache blocking: mc x kc A block in L2, kc x nc B panel in L2/L3
   MicroKernelFn kernels[kMaxMr + 1]; // kernels[h] computes h rows, 1 <= h <= mr
   PackAFn packA = nullptr;
+  DirectKernelFn direct[kMaxMr + 1] = {}; // optional, as kernels
 };
 
 GemmKernelInfo gemmKernelPortable();

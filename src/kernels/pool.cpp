@@ -61,8 +61,7 @@ struct Plan {
 
 // y[ow] = reduce_s buf[ow*SW + s*dw] for ow < outW (SW = 0: any stride).
 template <Reduce R, int SW>
-void horizontal(const float *buf, float *y, int64_t outW, int64_t kernel, int64_t sw,
-                int64_t dw) {
+void horizontal(const float *buf, float *y, int64_t outW, int64_t kernel, int64_t sw, int64_t dw) {
   const int64_t stride = SW ? SW : sw;
   for (int64_t ow = 0; ow < outW; ++ow) y[ow] = buf[ow * stride];
   for (int64_t t = 1; t < kernel; ++t) {

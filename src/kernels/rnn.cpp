@@ -20,7 +20,8 @@ PackedLstm PackedLstm::pack(int64_t hidden, int64_t input, const float *w, const
   p.w_ = PackedB::pack(true, input, gates, w, input, isa);
   p.r_ = PackedB::pack(true, hidden, gates, r, hidden, p.w_.isa());
   p.bias_.assign(size_t(gates), 0.0f);
-  for (int64_t j = 0; j < gates; ++j) p.bias_[size_t(j)] = (wb ? wb[j] : 0.0f) + (rb ? rb[j] : 0.0f);
+  for (int64_t j = 0; j < gates; ++j)
+    p.bias_[size_t(j)] = (wb ? wb[j] : 0.0f) + (rb ? rb[j] : 0.0f);
   return p;
 }
 
@@ -53,7 +54,7 @@ void PackedLstm::run(int64_t seq, int64_t batch, bool batchFirst, bool reverse, 
     const int64_t t = reverse ? T - 1 - step : step;
     float *gt = g.get() + (batchFirst ? t : t * B) * G4;
     sgemmPackedB(false, B, 1.0f, h, H, r_, 1.0f, gt, ldg, opts);
-    epilogue(&sigmoidOp, 1, gt, ldg, 0, 0, B, 3 * H); // i, o, f
+    epilogue(&sigmoidOp, 1, gt, ldg, 0, 0, B, 3 * H);  // i, o, f
     epilogue(&tanhOp, 1, gt + 3 * H, ldg, 0, 0, B, H); // the cell input
     for (int64_t b = 0; b < B; ++b) {
       const float *gi = gt + b * ldg, *gf = gi + 2 * H, *gc = gi + 3 * H;

@@ -49,8 +49,7 @@ public:
   // reverse walks t from seq - 1 down to 0. pool: null means
   // runtime::ThreadPool::global(). Blocks until done.
   void run(int64_t seq, int64_t batch, bool batchFirst, bool reverse, const float *x, float *h,
-           float *c, float *y, int64_t yStrideT, int64_t yStrideB,
-           runtime::ThreadPool *pool) const;
+           float *c, float *y, int64_t yStrideT, int64_t yStrideB, runtime::ThreadPool *pool) const;
 
 private:
   int64_t hidden_ = 0, input_ = 0;

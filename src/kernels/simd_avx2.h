@@ -41,7 +41,8 @@ struct Avx2 {
   static T round(T a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   // a * 2^n for integral n in [-126, 127] (exp's clamp guarantees it).
   static T ldexp(T a, T n) {
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(a, _mm256_castsi256_ps(e));
   }
   // rcpps returns 0, not a denormal, for |a| >= 2^126: sigmoid(-100) == 0.

@@ -28,7 +28,9 @@ struct Avx512 {
   static T abs(T a) { return _mm512_abs_ps(a); }
   static T fmadd(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static T fnmadd(T a, T b, T c) { return _mm512_fnmadd_ps(a, b, c); }
-  static T round(T a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static T round(T a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   static T ldexp(T a, T n) { return _mm512_scalef_ps(a, n); }
   static T rcp(T a) { return _mm512_rcp14_ps(a); }
   static M lessThan(T a, T b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }

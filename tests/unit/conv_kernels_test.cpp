@@ -57,12 +57,12 @@ double refOp(const EpilogueOp &op, double v, int64_t row, int64_t col, int64_t i
 
 std::string describe(const ConvShape &s) {
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "N%ld C%ld H%ld W%ld K%ld R%ld S%ld stride%ldx%ld dil%ldx%ld pad%ld,%ld,%ld,%ld g%ld",
-                long(s.N), long(s.C), long(s.H), long(s.W), long(s.K), long(s.R), long(s.S),
-                long(s.strideH), long(s.strideW), long(s.dilationH), long(s.dilationW),
-                long(s.padTop), long(s.padLeft), long(s.padBottom), long(s.padRight),
-                long(s.groups));
+  std::snprintf(
+      buf, sizeof buf,
+      "N%ld C%ld H%ld W%ld K%ld R%ld S%ld stride%ldx%ld dil%ldx%ld pad%ld,%ld,%ld,%ld g%ld",
+      long(s.N), long(s.C), long(s.H), long(s.W), long(s.K), long(s.R), long(s.S), long(s.strideH),
+      long(s.strideW), long(s.dilationH), long(s.dilationW), long(s.padTop), long(s.padLeft),
+      long(s.padBottom), long(s.padRight), long(s.groups));
   return buf;
 }
 
@@ -74,7 +74,9 @@ struct EpilogueData {
 Epilogue makeEpilogue(int variant, const EpilogueData &d, int64_t P) {
   Epilogue ep;
   auto op = [](EpilogueKind k, float a = 0, float b = 0, const float *data = nullptr,
-               int64_t ld = 0) { return EpilogueOp{k, a, b, data, ld}; };
+               int64_t ld = 0) {
+    return EpilogueOp{k, a, b, data, ld};
+  };
   switch (variant % 12) {
   case 0:
     break;
@@ -119,8 +121,8 @@ Epilogue makeEpilogue(int variant, const EpilogueData &d, int64_t P) {
   return ep;
 }
 
-void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa,
-           runtime::ThreadPool &pool, bool explicitWorkspace) {
+void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa, runtime::ThreadPool &pool,
+           bool explicitWorkspace) {
   ASSERT_TRUE(s.valid()) << describe(s);
   std::mt19937 rng(uint32_t(s.C * 1000 + s.K * 17 + s.H * 3 + s.W + variant));
   const int64_t Cg = s.C / s.groups, Kg = s.K / s.groups, outH = s.outH(), outW = s.outW();
@@ -182,34 +184,34 @@ ConvShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R
 
 std::vector<ConvShape> shapes() {
   std::vector<ConvShape> v = {
-      shape(1, 16, 7, 13, 24, 1, 1),               // pointwise
-      shape(3, 19, 13, 7, 33, 1, 1),               // pointwise, batch 3, odd C/K
-      shape(1, 8, 13, 13, 16, 1, 1, 2),            // 1x1 stride 2
-      shape(1, 16, 13, 13, 32, 3, 3, 1, 1),        // 3x3 same
-      shape(2, 3, 17, 19, 16, 3, 3, 2, 1),         // stem: 3x3 s2
-      shape(1, 8, 7, 7, 12, 5, 5, 1, 2),           // 5x5
-      shape(1, 6, 13, 13, 10, 3, 3, 1, 2, 1, 2),   // dilation 2
-      shape(1, 8, 9, 9, 12, 3, 3, 1, 1, 2),        // groups 2
-      shape(3, 8, 7, 7, 6, 1, 1, 1, 0, 2),         // grouped 1x1
-      shape(1, 4, 11, 11, 5, 3, 3, 3, 1),          // stride 3 (gather path)
-      shape(1, 7, 1, 1, 9, 1, 1),                  // 1x1 spatial (SE block)
-      shape(1, 5, 1, 1, 6, 3, 3, 1, 1),            // 3x3 on a 1x1 input
-      shape(1, 64, 20, 20, 70, 3, 3, 1, 1),        // depth 576: two K slices
-      shape(1, 16, 5, 5, 350, 3, 3, 1, 1),         // M > mc: two row groups
-      shape(1, 8, 6, 100, 8, 3, 3, 1, 1),          // wide rows
-      shape(1, 8, 6, 101, 8, 3, 3, 2, 1),          // wide rows, stride 2
-      shape(1, 16, 13, 13, 16, 3, 3, 1, 1, 16),    // depthwise 3x3
-      shape(3, 19, 13, 17, 19, 3, 3, 2, 1, 19),    // depthwise 3x3 s2, batch 3
-      shape(1, 8, 40, 37, 8, 5, 5, 1, 2, 8),       // depthwise 5x5
-      shape(1, 8, 41, 40, 8, 5, 5, 2, 2, 8),       // depthwise 5x5 s2
-      shape(1, 6, 13, 13, 6, 3, 3, 1, 2, 6, 2),    // depthwise dilation 2
-      shape(1, 4, 9, 9, 8, 3, 3, 1, 1, 4),         // depthwise multiplier 2
-      shape(1, 5, 14, 14, 5, 3, 3, 3, 1, 5),       // depthwise stride 3
-      shape(1, 3, 1, 7, 3, 1, 3, 1, 1, 3),         // depthwise on H = 1
-      shape(1, 24, 33, 70, 24, 3, 3, 1, 1, 24),    // depthwise, wide (interior vectors)
-      shape(1, 24, 33, 71, 24, 5, 5, 2, 2, 24),    // depthwise 5x5 s2, wide
-      shape(1, 2, 5, 1100, 2, 3, 3, 1, 1, 2),      // depthwise, > 1024 columns
-      shape(1, 2, 9, 2100, 2, 5, 5, 2, 2, 2),      // depthwise 5x5 s2, > 1024 columns
+      shape(1, 16, 7, 13, 24, 1, 1),             // pointwise
+      shape(3, 19, 13, 7, 33, 1, 1),             // pointwise, batch 3, odd C/K
+      shape(1, 8, 13, 13, 16, 1, 1, 2),          // 1x1 stride 2
+      shape(1, 16, 13, 13, 32, 3, 3, 1, 1),      // 3x3 same
+      shape(2, 3, 17, 19, 16, 3, 3, 2, 1),       // stem: 3x3 s2
+      shape(1, 8, 7, 7, 12, 5, 5, 1, 2),         // 5x5
+      shape(1, 6, 13, 13, 10, 3, 3, 1, 2, 1, 2), // dilation 2
+      shape(1, 8, 9, 9, 12, 3, 3, 1, 1, 2),      // groups 2
+      shape(3, 8, 7, 7, 6, 1, 1, 1, 0, 2),       // grouped 1x1
+      shape(1, 4, 11, 11, 5, 3, 3, 3, 1),        // stride 3 (gather path)
+      shape(1, 7, 1, 1, 9, 1, 1),                // 1x1 spatial (SE block)
+      shape(1, 5, 1, 1, 6, 3, 3, 1, 1),          // 3x3 on a 1x1 input
+      shape(1, 64, 20, 20, 70, 3, 3, 1, 1),      // depth 576: two K slices
+      shape(1, 16, 5, 5, 350, 3, 3, 1, 1),       // M > mc: two row groups
+      shape(1, 8, 6, 100, 8, 3, 3, 1, 1),        // wide rows
+      shape(1, 8, 6, 101, 8, 3, 3, 2, 1),        // wide rows, stride 2
+      shape(1, 16, 13, 13, 16, 3, 3, 1, 1, 16),  // depthwise 3x3
+      shape(3, 19, 13, 17, 19, 3, 3, 2, 1, 19),  // depthwise 3x3 s2, batch 3
+      shape(1, 8, 40, 37, 8, 5, 5, 1, 2, 8),     // depthwise 5x5
+      shape(1, 8, 41, 40, 8, 5, 5, 2, 2, 8),     // depthwise 5x5 s2
+      shape(1, 6, 13, 13, 6, 3, 3, 1, 2, 6, 2),  // depthwise dilation 2
+      shape(1, 4, 9, 9, 8, 3, 3, 1, 1, 4),       // depthwise multiplier 2
+      shape(1, 5, 14, 14, 5, 3, 3, 3, 1, 5),     // depthwise stride 3
+      shape(1, 3, 1, 7, 3, 1, 3, 1, 1, 3),       // depthwise on H = 1
+      shape(1, 24, 33, 70, 24, 3, 3, 1, 1, 24),  // depthwise, wide (interior vectors)
+      shape(1, 24, 33, 71, 24, 5, 5, 2, 2, 24),  // depthwise 5x5 s2, wide
+      shape(1, 2, 5, 1100, 2, 3, 3, 1, 1, 2),    // depthwise, > 1024 columns
+      shape(1, 2, 9, 2100, 2, 5, 5, 2, 2, 2),    // depthwise 5x5 s2, > 1024 columns
   };
   ConvShape dwRect = shape(1, 4, 17, 30, 4, 3, 3, 1, 1, 4);
   dwRect.strideW = 2, dwRect.dilationH = 2, dwRect.padTop = 2;
@@ -310,9 +312,9 @@ TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
 
 TEST(ConvKernel, ValidRejectsBadShapes) {
   EXPECT_TRUE(shape(1, 4, 5, 5, 4, 3, 3).valid());
-  EXPECT_FALSE(shape(1, 4, 2, 5, 4, 3, 3).valid());           // window taller than the input
-  EXPECT_FALSE(shape(1, 6, 5, 5, 4, 3, 3, 1, 1, 4).valid());  // groups do not divide C
-  EXPECT_FALSE(shape(1, 4, 5, 5, 4, 3, 3, 0).valid());        // stride 0
+  EXPECT_FALSE(shape(1, 4, 2, 5, 4, 3, 3).valid());          // window taller than the input
+  EXPECT_FALSE(shape(1, 6, 5, 5, 4, 3, 3, 1, 1, 4).valid()); // groups do not divide C
+  EXPECT_FALSE(shape(1, 4, 5, 5, 4, 3, 3, 0).valid());       // stride 0
 }
 
 } // namespace

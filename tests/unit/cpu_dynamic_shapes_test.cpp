@@ -42,9 +42,12 @@ double relativeL2(const Tensor &a, const Tensor &b) {
   return std::sqrt(num) / (den > 0 ? std::sqrt(den) : 1.0);
 }
 
-// Compiles `file` once and runs it on each shape, comparing with the
-// interpreter on the same input.
-void runAtSizes(const std::string &file, const std::vector<Shape64> &shapes) {
+// Compiles `file` once and runs it on each shape, then on each shape again
+// in reverse order (so later runs reuse activation memory planned for other
+// sizes), comparing every run with the interpreter on the same input.
+void runAtSizes(const std::string &file, std::vector<Shape64> shapes) {
+  const size_t n = shapes.size();
+  for (size_t i = n; i-- > 0;) shapes.push_back(shapes[i]);
   const std::string path = corpusPath(file);
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/fetch_corpus.sh";
   auto reference = importOnnxFile(path);

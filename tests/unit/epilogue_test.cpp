@@ -101,9 +101,9 @@ struct Data {
 };
 
 const EpilogueKind kAllKinds[] = {
-    EpilogueKind::kAddRowBias, EpilogueKind::kAddColBias,  EpilogueKind::kMulRowScale,
-    EpilogueKind::kAddTensor,  EpilogueKind::kRelu,        EpilogueKind::kClip,
-    EpilogueKind::kLeakyRelu,  EpilogueKind::kSigmoid,     EpilogueKind::kSilu,
+    EpilogueKind::kAddRowBias,  EpilogueKind::kAddColBias, EpilogueKind::kMulRowScale,
+    EpilogueKind::kAddTensor,   EpilogueKind::kRelu,       EpilogueKind::kClip,
+    EpilogueKind::kLeakyRelu,   EpilogueKind::kSigmoid,    EpilogueKind::kSilu,
     EpilogueKind::kHardSigmoid, EpilogueKind::kHardSwish,  EpilogueKind::kTanh};
 
 // Applies `ep` with `isa` to a rows x cols tile at (row0, col0), ldc = cols + 3,
@@ -139,8 +139,8 @@ TEST_P(EpilogueTest, EachKindMatchesReferenceOnOddTiles) {
   for (EpilogueKind kind : kAllKinds) {
     Epilogue ep;
     ep.push(data.op(kind));
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {14, 32}, {5, 33},
-                              {2, 16}, {17, 37}, {1, 64}})
+    for (auto [rows, cols] :
+         {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {14, 32}, {5, 33}, {2, 16}, {17, 37}, {1, 64}})
       for (auto [row0, col0] : {std::pair<int64_t, int64_t>{0, 0}, {9, 13}}) {
         check(GetParam(), ep, rows, cols, row0, col0, rng);
         if (HasFatalFailure()) return;
@@ -155,9 +155,9 @@ TEST_P(EpilogueTest, ChainsApplyInOrder) {
       {EpilogueKind::kAddRowBias, EpilogueKind::kSilu},
       {EpilogueKind::kAddRowBias, EpilogueKind::kHardSwish, EpilogueKind::kAddTensor},
       {EpilogueKind::kMulRowScale, EpilogueKind::kAddRowBias, EpilogueKind::kRelu},
-      {EpilogueKind::kAddColBias, EpilogueKind::kClip, EpilogueKind::kSigmoid,
-       EpilogueKind::kTanh, EpilogueKind::kLeakyRelu, EpilogueKind::kHardSigmoid,
-       EpilogueKind::kAddTensor, EpilogueKind::kSilu}};
+      {EpilogueKind::kAddColBias, EpilogueKind::kClip, EpilogueKind::kSigmoid, EpilogueKind::kTanh,
+       EpilogueKind::kLeakyRelu, EpilogueKind::kHardSigmoid, EpilogueKind::kAddTensor,
+       EpilogueKind::kSilu}};
   for (const auto &chain : chains) {
     Epilogue ep;
     for (EpilogueKind k : chain) ep.push(data.op(k));
@@ -168,7 +168,7 @@ TEST_P(EpilogueTest, ChainsApplyInOrder) {
 
 TEST_P(EpilogueTest, TranscendentalsSaturateWithoutNaN) {
   const float inputs[] = {-1e30f, -100.0f, -88.5f, -50.0f, -20.0f, -9.0f, -1e-3f, -1e-6f, 0.0f,
-                          1e-6f,  1e-3f,  9.0f,   20.0f,  50.0f,  88.5f, 100.0f, 1e30f};
+                          1e-6f,  1e-3f,   9.0f,   20.0f,  50.0f,  88.5f, 100.0f, 1e30f};
   const int n = int(std::size(inputs));
   for (EpilogueKind kind : {EpilogueKind::kSigmoid, EpilogueKind::kSilu, EpilogueKind::kTanh}) {
     std::vector<float> c(inputs, inputs + n);

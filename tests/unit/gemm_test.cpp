@@ -36,7 +36,8 @@ std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
 }
 
 // Runs one case with padded strides (lda > cols) so stride bugs show up.
-void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool, Packing packing = Packing::kNone) {
+void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool,
+           Packing packing = Packing::kNone) {
   std::mt19937 rng(uint32_t(c.M * 131 + c.N * 17 + c.K));
   const int64_t aRows = c.transA ? c.K : c.M, aCols = c.transA ? c.M : c.K;
   const int64_t bRows = c.transB ? c.N : c.K, bCols = c.transB ? c.K : c.N;
@@ -97,9 +98,8 @@ void check(const Case &c, GemmIsa isa, runtime::ThreadPool &pool, Packing packin
       double got = C[size_t(i * ldc + j)];
       ASSERT_LE(std::abs(got - ref), tol * std::max(scale, 1.0))
           << gemmIsaName(isa) << " threads=" << pool.threads() << " M=" << c.M << " N=" << c.N
-          << " K=" << c.K << " tA=" << c.transA << " tB=" << c.transB
-          << " packing=" << int(packing) << " at (" << i << "," << j
-          << ") got " << got << " want " << ref;
+          << " K=" << c.K << " tA=" << c.transA << " tB=" << c.transB << " packing=" << int(packing)
+          << " at (" << i << "," << j << ") got " << got << " want " << ref;
     }
     // Padding columns of C are never written.
     for (int64_t j = c.N; j < ldc; ++j)

@@ -50,11 +50,11 @@ PoolShape toShape(const Case &c) {
 
 std::string describe(const PoolShape &s) {
   char buf[200];
-  std::snprintf(buf, sizeof buf, "N%ld C%ld %ldx%ld -> %ldx%ld k%ldx%ld s%ldx%ld d%ldx%ld p%ld,%ld,%ld,%ld",
-                long(s.N), long(s.C), long(s.H), long(s.W), long(s.outH), long(s.outW),
-                long(s.kernelH), long(s.kernelW), long(s.strideH), long(s.strideW),
-                long(s.dilationH), long(s.dilationW), long(s.padTop), long(s.padLeft),
-                long(s.padBottom), long(s.padRight));
+  std::snprintf(
+      buf, sizeof buf, "N%ld C%ld %ldx%ld -> %ldx%ld k%ldx%ld s%ldx%ld d%ldx%ld p%ld,%ld,%ld,%ld",
+      long(s.N), long(s.C), long(s.H), long(s.W), long(s.outH), long(s.outW), long(s.kernelH),
+      long(s.kernelW), long(s.strideH), long(s.strideW), long(s.dilationH), long(s.dilationW),
+      long(s.padTop), long(s.padLeft), long(s.padBottom), long(s.padRight));
   return buf;
 }
 
@@ -97,18 +97,18 @@ void check(const PoolShape &s, Kind kind, runtime::ThreadPool &pool) {
 
 std::vector<Case> cases() {
   return {
-      {1, 3, 8, 8, 2, 2, 2, 2},                          // 2x2 s2
-      {3, 5, 13, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},       // 3x3 s2 p1, batch 3
-      {1, 4, 20, 20, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},      // SPPF 5x5 s1 p2
+      {1, 3, 8, 8, 2, 2, 2, 2},                           // 2x2 s2
+      {3, 5, 13, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},        // 3x3 s2 p1, batch 3
+      {1, 4, 20, 20, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},       // SPPF 5x5 s1 p2
       {1, 2, 13, 13, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true}, // ceil_mode
       {1, 2, 12, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true}, // ceil_mode + pads
       {1, 2, 14, 15, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, true}, // stride > kernel, ceil
-      {1, 3, 11, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},      // dilation 2
-      {1, 2, 9, 10, 3, 2, 1, 2, 1, 1, 0, 1, 2, 0},       // asymmetric pads
-      {2, 3, 1, 31, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1},       // 1-D
-      {1, 1, 1, 1, 1, 1, 1, 1},                          // 1x1
-      {1, 2, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},       // wide rows
-      {1, 1, 5, 5, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4},        // windows fully in padding
+      {1, 3, 11, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},       // dilation 2
+      {1, 2, 9, 10, 3, 2, 1, 2, 1, 1, 0, 1, 2, 0},        // asymmetric pads
+      {2, 3, 1, 31, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1},        // 1-D
+      {1, 1, 1, 1, 1, 1, 1, 1},                           // 1x1
+      {1, 2, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // wide rows
+      {1, 1, 5, 5, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4},         // windows fully in padding
       {1, 2, 10, 10, 4, 4, 3, 3, 2, 1, 1, 2, 3, 1, true}, // everything at once
   };
 }

@@ -44,6 +44,19 @@ private:
 };
 
 Shape64 shapeOf(const Value *v) { return *v->type().shape().staticDims(); }
+
+// Ops whose f32 results are exact (they select or move values): perturbing
+// them would only model rounding that no implementation does.
+bool isExact(OpKind op) {
+  switch (op) {
+  case OpKind::Relu: case OpKind::Abs: case OpKind::Neg: case OpKind::Max: case OpKind::Min:
+  case OpKind::Where: case OpKind::Clip: case OpKind::ReduceMax: case OpKind::MaxPool:
+  case OpKind::GlobalMaxPool: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
+  case OpKind::Concat: case OpKind::Flatten:
+    return true;
+  default: return false;
+  }
+}
 int64_t rankOf(const Value *v) { return v->type().shape().rank(); }
 
 // Dims of a shape that broadcasts against `s`: some leading dims dropped,
@@ -79,7 +92,8 @@ std::optional<Shape64> broadcast(const Shape64 &a, const Shape64 &b) {
 class Generator {
 public:
   Generator(uint64_t seed, const RandomGraphOptions &options, RandomGraph &out)
-      : rng_(seed), options_(options), out_(out), g_(*out.model.graph) {}
+      : rng_(seed), noiseRng_(options.perturbationSeed ^ (seed * 0x9e3779b97f4a7c15ull)),
+        options_(options), out_(out), g_(*out.model.graph) {}
 
   Status build();
 
@@ -125,6 +139,7 @@ private:
   Expected<Value *> flatten(Value *x);
 
   Rng rng_;
+  Rng noiseRng_; // perturbations only: rng_ draws the same with and without them
   const RandomGraphOptions &options_;
   RandomGraph &out_;
   Graph &g_;
@@ -142,9 +157,21 @@ Expected<Value *> Generator::emit(OpKind op, std::vector<Value *> inputs, Attrs 
   const Type &t = n->output(0)->type();
   if (!t.isTensor() || !t.shape().isStatic())
     return makeError(n->describe(), ": inferred type ", t.str(), " is not a static tensor");
-  if (t.dtype() == DType::F32) pool_.push_back(n->output(0));
   emitted_.emplace_back(opName(op));
-  return n->output(0);
+  Value *v = n->output(0);
+  if (t.dtype() != DType::F32) return v;
+  if (options_.perturbation > 0 && !isExact(op)) {
+    Tensor noise(DType::F32, shapeOf(v));
+    const float amp = static_cast<float>(options_.perturbation);
+    for (float &f : noise.span<float>()) f = 1.0f + amp * noiseRng_.uniform(-1, 1);
+    Node *m = g_.addNode(OpKind::Mul, {v, constant(std::move(noise))}, 1,
+                         "perturb" + std::to_string(id));
+    m->output(0)->setName("p" + std::to_string(id));
+    KILN_RETURN_IF_ERROR(inferNode(*m));
+    v = m->output(0);
+  }
+  pool_.push_back(v);
+  return v;
 }
 
 Value *Generator::constant(Tensor t) {

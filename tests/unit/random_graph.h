@@ -30,6 +30,13 @@ struct RandomGraphOptions {
   int minOps = 3, maxOps = 12; // random ops appended (one op may emit a few nodes)
   int64_t maxInputElements = 2048;
   int64_t maxValueElements = 8192; // ops whose output would be larger are not picked
+  // When > 0: the same graph, except that the output of every op that rounds
+  // is multiplied by 1+d, d uniform in [-perturbation, perturbation] (drawn
+  // from perturbationSeed, so the weights and inputs stay those of the seed).
+  // Running such twins shows how much an output moves when intermediates
+  // round differently: its sensitivity to legitimate rounding differences.
+  double perturbation = 0;
+  uint64_t perturbationSeed = 0;
 };
 
 struct RandomGraph {

@@ -99,7 +99,7 @@ Status ConvStep::run(Frame &frame, ExecContext &ctx) const {
     return makeError(label_, ": input of shape ", shapeToString(x.shape()),
                      " is too small for the kernel");
   Shape64 outShape = oneD_ ? Shape64{s.N, s.K, s.outW()} : Shape64{s.N, s.K, s.outH(), s.outW()};
-  Tensor y(DType::F32, outShape);
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   kernels::Epilogue ep = plan_.epilogue;
   if (plan_.residualOp >= 0) {
     const RtValue &r = frame.slots[in_[plan_.residualInput]];

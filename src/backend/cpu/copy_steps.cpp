@@ -70,6 +70,7 @@ public:
       if (s >= 0) writes.push_back(s);
   }
   std::string describe() const override { return "copy " + node_.describe(); }
+  bool usesArena() const override { return true; }
 
 protected:
   const Tensor &input(const Frame &f, int i) const { return f.slots[in_[i]].tensor; }
@@ -104,7 +105,7 @@ public:
       origin[axis] = b;
       extent[axis] = std::max<int64_t>(0, e - b);
     }
-    Tensor y(x.dtype(), extent);
+    Tensor y = frame.allocate(out_[0], x.dtype(), extent);
     copyBox(x, origin, y, Shape64(rank, 0), extent, ctx.pool);
     frame.slots[out_[0]] = RtValue(std::move(y));
     return Status::success();
@@ -131,7 +132,7 @@ public:
         if (d != axis && t.dim(d) != first.dim(d)) return fallback_.run(frame, ctx);
       shape[axis] += t.dim(axis);
     }
-    Tensor y(first.dtype(), shape);
+    Tensor y = frame.allocate(out_[0], first.dtype(), shape);
     Shape64 origin(rank, 0);
     for (size_t i = 0; i < in_.size(); ++i) {
       const Tensor &t = input(frame, static_cast<int>(i));
@@ -172,7 +173,7 @@ public:
     for (int64_t i = 0; i < parts; ++i) {
       Shape64 shape = x.shape();
       shape[axis] = sizes[i];
-      Tensor y(x.dtype(), shape);
+      Tensor y = out_[i] >= 0 ? frame.allocate(out_[i], x.dtype(), shape) : Tensor(x.dtype(), shape);
       copyBox(x, origin, y, Shape64(rank, 0), shape, ctx.pool);
       origin[axis] += sizes[i];
       if (out_[i] >= 0) frame.slots[out_[i]] = RtValue(std::move(y));
@@ -197,7 +198,7 @@ public:
       if (perm[i] < 0 || perm[i] >= rank) return fallback_.run(frame, ctx);
       outShape[i] = x.dim(perm[i]);
     }
-    Tensor y(x.dtype(), outShape);
+    Tensor y = frame.allocate(out_[0], x.dtype(), outShape);
     const size_t elem = dtypeSize(x.dtype());
     const Shape64 xs = stridesOf(x.shape());
     // The output's innermost run reads from x with stride xs[perm.back()];
@@ -259,7 +260,7 @@ public:
     if (factor[0] != 1 || factor[1] != 1) return fallback_.run(frame, ctx);
     const int64_t planes = x.dim(0) * x.dim(1), H = x.dim(2), W = x.dim(3);
     const int64_t sh = factor[2], sw = factor[3], OH = H * sh, OW = W * sw;
-    Tensor y(DType::F32, {x.dim(0), x.dim(1), OH, OW});
+    Tensor y = frame.allocate(out_[0], DType::F32, {x.dim(0), x.dim(1), OH, OW});
     const float *src = x.data<float>();
     float *dst = y.data<float>();
     auto body = [&](int64_t begin, int64_t end) {

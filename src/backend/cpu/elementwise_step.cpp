@@ -72,7 +72,7 @@ Status ElementwiseStep::run(Frame &frame, ExecContext &ctx) const {
   if (!broadcast.ok() || !kernel_.shapesHold(shapes, *broadcast)) return fallback_->run(frame, ctx);
   const Shape64 &outShape = *broadcast;
   for (size_t o = 0; o < out_.size(); ++o) {
-    Tensor t(outTypes_[o], outShape);
+    Tensor t = frame.allocate(out_[o], outTypes_[o], outShape);
     buffers.push_back(t.mutableRaw());
     frame.slots[out_[o]] = RtValue(std::move(t));
   }

@@ -45,7 +45,7 @@ Status MatMulStep::runPacked(Frame &frame, ExecContext &ctx) const {
   if (x.rank() == 1) outShape = {N};
   else outShape.back() = N;
   const int64_t M = x.rank() == 1 ? 1 : x.numel() / K;
-  Tensor y(DType::F32, outShape);
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   kernels::GemmOptions opts;
   opts.pool = ctx.pool;
   opts.epilogue = plan_.epilogue;
@@ -82,7 +82,7 @@ Status MatMulStep::runGeneral(Frame &frame, ExecContext &ctx) const {
   Shape64 outShape = *batch;
   outShape.push_back(M);
   outShape.push_back(N);
-  Tensor y(DType::F32, outShape);
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   const int64_t batches = numelOf(*batch);
   // Batch index -> offset in an operand whose batch dims broadcast.
   auto offsetOf = [&](const Shape64 &dims, int64_t index, int64_t matrix) {

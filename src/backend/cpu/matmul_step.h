@@ -21,6 +21,7 @@ public:
                                                        int outputSlot);
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
+  bool usesArena() const override { return true; }
 
 private:
   MatMulStep() = default;

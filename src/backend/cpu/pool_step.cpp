@@ -78,7 +78,7 @@ Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
     Shape64 outShape(static_cast<size_t>(x.rank()), 1);
     outShape[0] = N;
     outShape[1] = C;
-    Tensor y(DType::F32, outShape);
+    Tensor y = frame.allocate(out_, DType::F32, outShape);
     if (op_ == OpKind::GlobalMaxPool && spatial == 0)
       return makeError(label_, ": global max pool of an empty plane");
     if (op_ == OpKind::GlobalAveragePool)
@@ -101,7 +101,7 @@ Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
     return makeError(label_, ": input of shape ", shapeToString(x.shape()),
                      " is too small for the window");
   Shape64 outShape = rank_ == 3 ? Shape64{N, C, s.outW} : Shape64{N, C, s.outH, s.outW};
-  Tensor y(DType::F32, outShape);
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   if (op_ == OpKind::MaxPool)
     kernels::maxPool2d(s, x.data<float>(), y.data<float>(), ctx.pool);
   else

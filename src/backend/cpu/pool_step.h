@@ -13,6 +13,7 @@ public:
   static Expected<std::unique_ptr<PoolStep>> create(const Node &node, int inputSlot, int outputSlot);
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
+  bool usesArena() const override { return true; }
 
 private:
   PoolStep() = default;

@@ -15,9 +15,18 @@ void Program::computeLiveness() {
   releaseAfter.assign(steps.size(), {});
   for (int s = 0; s < numSlots; ++s)
     if (lastRead[s] >= 0 && !keep.count(s)) releaseAfter[lastRead[s]].push_back(s);
+
+  std::vector<std::pair<int, int>> lifetimes(numSlots, {-1, -1});
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i]->usesArena()) continue;
+    for (int s : steps[i]->writes)
+      if (!keep.count(s)) lifetimes[s] = {int(i), std::max(int(i), lastRead[s])};
+  }
+  arena.configure(std::move(lifetimes));
 }
 
 Expected<std::vector<RtValue>> Program::run(Frame &frame, ExecContext &ctx) const {
+  frame.arena = &arena;
   for (const auto &[slot, value] : constants) frame.slots[slot] = value;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = *steps[i];
@@ -40,6 +49,8 @@ Expected<std::vector<RtValue>> Program::run(Frame &frame, ExecContext &ctx) cons
   std::vector<RtValue> out;
   out.reserve(outputSlots.size());
   for (int s : outputSlots) out.push_back(frame.slots[s]);
+  frame.slots.clear(); // drop every view into the arena before replanning
+  arena.endRun();
   return out;
 }
 

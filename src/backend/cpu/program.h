@@ -10,6 +10,7 @@
 // lets the allocator reuse activations.
 #pragma once
 
+#include "backend/cpu/arena.h"
 #include "interp/interpreter.h"
 #include "runtime/thread_pool.h"
 #include "support/status.h"
@@ -25,6 +26,13 @@ class Step;
 
 struct Frame {
   std::vector<RtValue> slots;
+  ActivationArena *arena = nullptr; // set by Program::run
+
+  // Memory for a step's output `slot`, which the step then writes in full
+  // (contents are undefined: arena memory is reused).
+  Tensor allocate(int slot, DType dtype, const Shape64 &shape) {
+    return arena ? arena->allocate(slot, dtype, shape) : Tensor(dtype, shape);
+  }
 };
 
 // What every step may use while running.
@@ -44,6 +52,9 @@ public:
   // "elementwise 'fused_3' (Sigmoid, Mul)", "interp node 'x' (Resize)": for
   // profiles and messages.
   virtual std::string describe() const = 0;
+  // True when the step allocates its outputs with Frame::allocate and
+  // writes every element (so the arena may hold them).
+  virtual bool usesArena() const { return false; }
   // Every slot the step reads (including what sub-programs read).
   std::vector<int> reads;
   std::vector<int> writes;
@@ -64,8 +75,13 @@ public:
   // Slots to release after each step (their last reader); never outputs.
   std::vector<std::vector<int>> releaseAfter;
 
-  // Fills releaseAfter from the steps' reads; call once after building.
+  // Fills releaseAfter from the steps' reads and configures the arena for
+  // the outputs of steps that allocate through Frame::allocate; call once
+  // after building.
   void computeLiveness();
+
+  // Activation memory (arena.h); mutable: it learns sizes as runs go.
+  mutable ActivationArena arena;
 
   // Runs with the given inputs (and captured values already in `frame`);
   // returns the outputs.

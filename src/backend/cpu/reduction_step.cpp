@@ -28,7 +28,7 @@ Status ReductionStep::run(Frame &frame, ExecContext &ctx) const {
                         frame.slots[in_[i]].tensor.dtype() != DType::F32))
       return fallback_->run(frame, ctx);
 
-  Tensor y(DType::F32, outShape);
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   float scale = red > 0 ? 1.0f / static_cast<float>(red) : 0.0f;
   std::vector<void *> buffers = {const_cast<void *>(x.raw()), y.mutableRaw(), &scale};
   Tensor rowMax, rowSum;

@@ -50,6 +50,7 @@ public:
                   std::vector<int> outputSlots, std::vector<DType> outputTypes,
                   std::unique_ptr<InterpStep> fallback);
   const kir::Kernel &kernel() const { return kernel_.kernel; }
+  bool usesArena() const override { return true; }
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
 
@@ -71,6 +72,7 @@ public:
                 int outputSlot, std::unique_ptr<InterpStep> fallback);
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
+  bool usesArena() const override { return true; }
 
 private:
   std::string label_;
