@@ -47,6 +47,11 @@ public:
   }
   void setProfiling(bool on) override { m_->setProfiling(on); }
   std::string profileReport() const override { return m_->profileReport(); }
+  std::string memoryReport() const override {
+    cpu::CompiledModel::MemoryReport r = m_->memoryReport();
+    return strCat(r.arenaBytes, " bytes planned with buffer reuse (", r.naiveBytes,
+                  " bytes without)");
+  }
 
 private:
   std::unique_ptr<cpu::CompiledModel> m_;

@@ -43,6 +43,8 @@ public:
   // Per-step time profile after runs (cpu only; "" otherwise).
   virtual void setProfiling(bool) {}
   virtual std::string profileReport() const { return ""; }
+  // Planned activation memory after a run ("" for interp).
+  virtual std::string memoryReport() const { return ""; }
 };
 
 Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &options);

@@ -480,6 +480,20 @@ Expected<std::vector<RtValue>> CompiledModel::run(std::vector<RtValue> inputs) {
   return main_->run(frame, ctx);
 }
 
+CompiledModel::MemoryReport CompiledModel::memoryReport() const {
+  MemoryReport r;
+  std::vector<const Program *> stack = {main_.get()};
+  while (!stack.empty()) {
+    const Program *p = stack.back();
+    stack.pop_back();
+    r.arenaBytes += p->arena.arenaBytes();
+    r.naiveBytes += p->arena.naiveBytes();
+    for (const auto &step : p->steps)
+      for (const Program *sub : step->subPrograms()) stack.push_back(sub);
+  }
+  return r;
+}
+
 void CompiledModel::setProfiling(bool on) {
   profile_.clear();
   profiling_ = on;

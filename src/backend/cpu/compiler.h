@@ -45,6 +45,15 @@ public:
   // slowest first (after runs with profiling on). An If's time includes its
   // branch's steps.
   void setProfiling(bool on);
+
+  // Activation memory of the current plans, summed over the program and its
+  // If branches: the arenas (with reuse) and the buffers side by side.
+  // Plans are made from the sizes a run observed, so this is zero before
+  // the first run.
+  struct MemoryReport {
+    int64_t arenaBytes = 0, naiveBytes = 0;
+  };
+  MemoryReport memoryReport() const;
   std::string profileReport() const;
 
 private:

@@ -23,6 +23,7 @@
 namespace kiln::cpu {
 
 class Step;
+class Program;
 
 struct Frame {
   std::vector<RtValue> slots;
@@ -55,6 +56,8 @@ public:
   // True when the step allocates its outputs with Frame::allocate and
   // writes every element (so the arena may hold them).
   virtual bool usesArena() const { return false; }
+  // Programs the step runs (If branches).
+  virtual std::vector<const Program *> subPrograms() const { return {}; }
   // Every slot the step reads (including what sub-programs read).
   std::vector<int> reads;
   std::vector<int> writes;

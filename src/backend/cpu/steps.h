@@ -89,6 +89,7 @@ public:
          std::unique_ptr<Program> thenBranch, std::unique_ptr<Program> elseBranch);
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override;
+  std::vector<const Program *> subPrograms() const override { return {then_.get(), else_.get()}; }
 
 private:
   const Node &node_;
