@@ -73,6 +73,12 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
     KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, cs.K, /*rowChannels=*/true));
   }
   s->packed_ = kernels::PackedConv::pack(cs, w->data<float>(), b ? b->data<float>() : nullptr);
+  if (cs.groups == 1) {
+    const int64_t taps = cs.C * cs.R * cs.S;
+    s->transposedWeights_ =
+        kernels::PackedB::pack(/*transB=*/true, taps, cs.K, w->data<float>(), taps);
+    if (b) s->bias_.assign(b->data<float>(), b->data<float>() + cs.K);
+  }
   s->label_ = "conv " + node.describe();
   s->in_ = std::move(inputSlots);
   s->out_ = outputSlot;
@@ -80,6 +86,43 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   if (s->plan_.residualInput >= 0) s->reads.push_back(s->in_[s->plan_.residualInput]);
   s->writes = {outputSlot};
   return s;
+}
+
+void ConvStep::runSmallSpatial(const kernels::ConvShape &s, const float *x, float *y,
+                               const kernels::Epilogue &ep, ExecContext &ctx) const {
+  const int64_t P = s.outH() * s.outW(), taps = s.C * s.R * s.S;
+  std::vector<float> col(static_cast<size_t>(s.N * P * taps)), yt(static_cast<size_t>(s.N * P * s.K));
+  // im2col, one row of taps per output pixel (zeros in the padding).
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t oh = 0; oh < s.outH(); ++oh)
+      for (int64_t ow = 0; ow < s.outW(); ++ow) {
+        float *row = col.data() + ((n * s.outH() + oh) * s.outW() + ow) * taps;
+        for (int64_t c = 0; c < s.C; ++c)
+          for (int64_t r = 0; r < s.R; ++r) {
+            const int64_t ih = oh * s.strideH - s.padTop + r * s.dilationH;
+            for (int64_t q = 0; q < s.S; ++q) {
+              const int64_t iw = ow * s.strideW - s.padLeft + q * s.dilationW;
+              const bool inside = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+              *row++ = inside ? x[((n * s.C + c) * s.H + ih) * s.W + iw] : 0.0f;
+            }
+          }
+      }
+  kernels::GemmOptions opts;
+  opts.pool = ctx.pool;
+  kernels::sgemmPackedB(false, s.N * P, 1.0f, col.data(), taps, *transposedWeights_, 0.0f,
+                        yt.data(), s.K, opts);
+  // Back to [N][K][P], then bias and the epilogue on each image's K x P.
+  for (int64_t n = 0; n < s.N; ++n) {
+    float *img = y + n * s.K * P;
+    for (int64_t k = 0; k < s.K; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        img[k * P + p] = yt[(n * P + p) * s.K + k] + (bias_.empty() ? 0.0f : bias_[k]);
+    kernels::Epilogue imageEp = ep;
+    for (int i = 0; i < imageEp.count; ++i)
+      if (imageEp.ops[i].kind == kernels::EpilogueKind::kAddTensor)
+        imageEp.ops[i].data += n * s.K * P;
+    if (!imageEp.empty()) kernels::applyEpilogue(imageEp, img, P, 0, 0, s.K, P);
+  }
 }
 
 Status ConvStep::run(Frame &frame, ExecContext &ctx) const {
@@ -109,7 +152,10 @@ Status ConvStep::run(Frame &frame, ExecContext &ctx) const {
     ep.ops[plan_.residualOp].data = r.tensor.data<float>();
     ep.ops[plan_.residualOp].ld = s.outH() * s.outW();
   }
-  if (s.N > 0) packed_.run(s, x.data<float>(), y.data<float>(), ep, nullptr, ctx.pool);
+  if (s.N > 0 && transposedWeights_ && s.outH() * s.outW() <= kSmallPixels)
+    runSmallSpatial(s, x.data<float>(), y.data<float>(), ep, ctx);
+  else if (s.N > 0)
+    packed_.run(s, x.data<float>(), y.data<float>(), ep, nullptr, ctx.pool);
   frame.slots[out_] = RtValue(std::move(y));
   return Status::success();
 }

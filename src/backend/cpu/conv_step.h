@@ -7,6 +7,9 @@
 #include "backend/cpu/epilogue_plan.h"
 #include "backend/cpu/program.h"
 #include "kernels/conv.h"
+#include "kernels/gemm.h"
+
+#include <optional>
 
 namespace kiln::cpu {
 
@@ -21,6 +24,12 @@ public:
 
 private:
   ConvStep() = default;
+  // Convs with a handful of output pixels (silero's STFT: 4 pixels, 258
+  // channels, 256 taps) waste the GEMM's column tiles; they run as
+  // Y^T[P x K] = im2col(X)^T[P x CRS] * W^T with the weights packed as B.
+  static constexpr int64_t kSmallPixels = 8;
+  void runSmallSpatial(const kernels::ConvShape &s, const float *x, float *y,
+                       const kernels::Epilogue &ep, ExecContext &ctx) const;
 
   std::string label_;
   std::vector<int> in_;
@@ -29,6 +38,8 @@ private:
   kernels::ConvShape shape_; // weight-side fields; N, H, W set per run
   kernels::PackedConv packed_;
   EpiloguePlan plan_;
+  std::optional<kernels::PackedB> transposedWeights_; // groups == 1 only
+  std::vector<float> bias_;
 };
 
 } // namespace kiln::cpu

@@ -15,9 +15,8 @@ public:
   // `node` is a ConvTranspose; inputSlots are its inputs. An error (the
   // compiler then falls back to the interpreter) for non-constant or
   // non-f32 weights, ranks other than 3 and 4, or attributes that do not fit.
-  static Expected<std::unique_ptr<ConvTransposeStep>> create(const Node &node,
-                                                             std::vector<int> inputSlots,
-                                                             int outputSlot);
+  static Expected<std::unique_ptr<ConvTransposeStep>>
+  create(const Node &node, std::vector<int> inputSlots, int outputSlot);
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
 

@@ -27,8 +27,7 @@ std::optional<Tensor> compileTimeValue(const Value *v, int &budget) {
   if (!v) return std::nullopt;
   if (const Tensor *t = fusion::constantOf(v)) return *t;
   const Node *p = v->producer();
-  if (!p || --budget < 0 || !p->regions().empty() || !isDeterministic(p->op()))
-    return std::nullopt;
+  if (!p || --budget < 0 || !p->regions().empty() || !isDeterministic(p->op())) return std::nullopt;
   KernelFn kernel = kernelTable().find(p->op());
   if (!kernel) return std::nullopt;
   std::vector<RtValue> held;
@@ -89,9 +88,12 @@ Expected<std::unique_ptr<LstmStep>> LstmStep::create(const Node &node, std::vect
   const int64_t layout = node.getInt("layout");
   const std::string direction = node.getString("direction");
   if (layout != 0 && layout != 1) return Error{"unknown layout"};
-  if (direction == "bidirectional") s->dirs_ = 2;
-  else if (direction == "reverse") s->reverseOnly_ = true;
-  else if (direction != "forward") return Error{"unknown direction"};
+  if (direction == "bidirectional")
+    s->dirs_ = 2;
+  else if (direction == "reverse")
+    s->reverseOnly_ = true;
+  else if (direction != "forward")
+    return Error{"unknown direction"};
   s->batchFirst_ = layout == 1;
   // Only the default activations (sigmoid, tanh, tanh); a list of three
   // serves both directions, as in the interpreter.
@@ -133,12 +135,12 @@ Expected<std::vector<kernels::PackedLstm>> LstmStep::pack(const Tensor &w, const
   for (const Tensor *t : {&w, &r, b})
     if (t && t->dtype() != DType::F32) return makeError(label_, ": weights must be f32");
   if (w.rank() != 3 || r.rank() != 3 || w.dim(0) != dirs_ || r.dim(0) != dirs_)
-    return makeError(label_, ": W ", shapeToString(w.shape()), " and R ",
-                     shapeToString(r.shape()), " do not match ", dirs_, " direction(s)");
+    return makeError(label_, ": W ", shapeToString(w.shape()), " and R ", shapeToString(r.shape()),
+                     " do not match ", dirs_, " direction(s)");
   const int64_t H = r.dim(2), I = w.dim(2);
   if ((hidden_ >= 0 && H != hidden_) || H <= 0 || w.dim(1) != 4 * H || r.dim(1) != 4 * H)
-    return makeError(label_, ": W ", shapeToString(w.shape()), " and R ",
-                     shapeToString(r.shape()), " do not match hidden size ", H);
+    return makeError(label_, ": W ", shapeToString(w.shape()), " and R ", shapeToString(r.shape()),
+                     " do not match hidden size ", H);
   if (b && b->shape() != Shape64{dirs_, 8 * H})
     return makeError(label_, ": B has shape ", shapeToString(b->shape()), ", expected [", dirs_,
                      ",", 8 * H, "]");
@@ -188,8 +190,7 @@ Status LstmStep::run(Frame &frame, ExecContext &ctx) const {
   }
 
   Tensor y;
-  if (out_[0] >= 0)
-    y = Tensor(DType::F32, batchFirst_ ? Shape64{B, T, D, H} : Shape64{T, D, B, H});
+  if (out_[0] >= 0) y = Tensor(DType::F32, batchFirst_ ? Shape64{B, T, D, H} : Shape64{T, D, B, H});
   if (T == 0) { // no step: the last state of an empty sequence is zeros
     std::fill(h.begin(), h.end(), 0.0f);
     std::fill(c.begin(), c.end(), 0.0f);
