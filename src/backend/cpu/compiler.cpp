@@ -220,13 +220,20 @@ bool ProgramBuilder::tryPrecompute(Scope &scope, const Node &node) {
       in.push_back(-1);
       continue;
     }
-    auto it = scope.slots.find(v);
-    if (it == scope.slots.end() || !constantSlots.count(it->second)) return false;
-    frame.slots[it->second] = *constantSlots[it->second];
-    in.push_back(it->second);
+    auto slot = slotOf(scope, v); // captures (or re-declares) outer values
+    if (!slot.ok()) return false;
+    if (constantSlots.empty() || !constantSlots.count(*slot)) {
+      constantSlots.clear();
+      for (const auto &[s, value] : scope.program->constants) constantSlots[s] = &value;
+      if (!constantSlots.count(*slot)) return false;
+    }
+    if (static_cast<int>(frame.slots.size()) <= *slot) frame.slots.resize(*slot + 1);
+    frame.slots[*slot] = *constantSlots[*slot];
+    in.push_back(*slot);
   }
   if (in.empty()) return false;
   std::vector<int> out;
+  frame.slots.resize(scope.program->numSlots + node.numOutputs());
   for (int i = 0; i < node.numOutputs(); ++i) out.push_back(scope.program->numSlots + i);
   InterpStep step(node, in, out, {});
   ExecContext ctx{nullptr, &precomputeInterpreter_, nullptr};
