@@ -117,7 +117,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=1,
                     help="kiln warm-up runs per round (default 1, like ort_run.js's untimed first run)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating kiln/ORT rounds (default 3)")
-    ap.add_argument("--target", default="interp", help="kiln target (default interp)")
+    ap.add_argument("--target", default="cpu", help="kiln target (default cpu)")
     ap.add_argument("--models", default="", help="comma-separated subset, e.g. yolov8n,silero_vad_v5")
     ap.add_argument("--seed", type=int, default=1234, help="input seed (default 1234)")
     ap.add_argument("--kiln", default=DEFAULT_KILN, help="kiln binary (default $KILN_BIN or build/tools/kiln)")
