@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets with clang (ASan + UBSan), replays the
 # checked-in regression inputs (every crash found so far), then runs each
 # fuzzer for FUZZ_SECONDS (default 60) on a seed corpus: the ONNX node-test
-# models for the importer, tests/lit/ir/*.kir for the IR parser. Exit status
+# models for the importer, tests/lit/ir/*.kir for the IR parser and
+# tests/lit/kernel/*.kir for the Kernel IR parser. Exit status
 # is non-zero on any crash.
 #   scripts/fuzz.sh [BUILD_DIR]
 set -euo pipefail
@@ -15,7 +16,7 @@ export CCACHE_BASEDIR="$PWD"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DKILN_BUILD_FUZZERS=ON -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j2 onnx_import_fuzzer ir_parser_fuzzer
+ninja -C "$build" -j2 onnx_import_fuzzer ir_parser_fuzzer kernel_ir_parser_fuzzer
 
 seeds="$build/fuzz-seeds"
 if [ ! -d "$seeds/onnx_import" ]; then
@@ -25,6 +26,8 @@ if [ ! -d "$seeds/onnx_import" ]; then
   done
 fi
 cp tests/lit/ir/*.kir "$seeds/ir_parser/"
+mkdir -p "$seeds/kernel_ir_parser"
+cp tests/lit/kernel/*.kir "$seeds/kernel_ir_parser/"
 
 # fuzz NAME: replay regressions, then explore for $seconds.
 fuzz() {
@@ -41,4 +44,5 @@ fuzz() {
 }
 fuzz onnx_import
 fuzz ir_parser
+fuzz kernel_ir_parser
 echo "fuzz: no crashes"
