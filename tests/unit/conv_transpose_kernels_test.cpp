@@ -74,8 +74,8 @@ void check(const ConvTransposeShape &s, bool withBias, GemmIsa isa, runtime::Thr
   const std::vector<float> x = randomVector(size_t(s.N * s.C * s.H * s.W), rng);
   const std::vector<float> w = randomVector(size_t(s.C * (s.K / s.groups) * s.R * s.S), rng);
   const std::vector<float> bias = withBias ? randomVector(size_t(s.K), rng) : std::vector<float>();
-  PackedConvTranspose ct = PackedConvTranspose::pack(s, w.data(), withBias ? bias.data() : nullptr,
-                                                     isa);
+  PackedConvTranspose ct =
+      PackedConvTranspose::pack(s, w.data(), withBias ? bias.data() : nullptr, isa);
   // NaN-filled: every element must be written (exact cover writes, the
   // others fill first).
   std::vector<float> y(size_t(s.N * s.K * s.outH * s.outW), std::nanf(""));
@@ -105,22 +105,22 @@ ConvTransposeShape shape(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, 
 
 std::vector<ConvTransposeShape> shapes() {
   std::vector<ConvTransposeShape> v = {
-      shape(1, 24, 13, 17, 24, 2, 2, 2),          // det head: 2x2 s2, exact cover
-      shape(1, 24, 9, 10, 1, 2, 2, 2),            // det head's last layer: K = 1
-      shape(3, 5, 6, 7, 6, 2, 2, 2),              // batch 3
-      shape(1, 6, 5, 5, 7, 1, 1, 1),              // 1x1 s1: a plain GEMM
-      shape(1, 8, 7, 9, 4, 3, 3, 1, 1),           // 3x3 s1 p1: heavy overlap
-      shape(1, 8, 8, 9, 6, 4, 4, 2, 1),           // 4x4 s2 p1: the GAN upsampler
-      shape(2, 6, 5, 7, 5, 3, 3, 2, 1, 1, 1, 1),  // 3x3 s2 p1 output_padding 1
-      shape(1, 4, 6, 5, 3, 2, 2, 3),              // stride > kernel: gaps
-      shape(1, 4, 7, 6, 5, 3, 3, 1, 0, 1, 2),     // dilation 2
-      shape(1, 8, 6, 6, 10, 2, 2, 2, 0, 2),       // groups 2, exact cover
-      shape(1, 8, 6, 7, 6, 3, 3, 2, 1, 2),        // groups 2, overlap
-      shape(1, 6, 5, 6, 6, 3, 3, 2, 1, 6),        // one channel per group
-      shape(1, 3, 4, 4, 4, 5, 5, 1, 2),           // kernel larger than the input
-      shape(1, 16, 40, 50, 16, 2, 2, 2),          // many row blocks, exact
-      shape(1, 16, 37, 41, 8, 3, 3, 1, 1),        // many row blocks, two phases
-      shape(1, 32, 20, 300, 8, 4, 4, 2, 1),       // wide rows: one-row blocks
+      shape(1, 24, 13, 17, 24, 2, 2, 2),         // det head: 2x2 s2, exact cover
+      shape(1, 24, 9, 10, 1, 2, 2, 2),           // det head's last layer: K = 1
+      shape(3, 5, 6, 7, 6, 2, 2, 2),             // batch 3
+      shape(1, 6, 5, 5, 7, 1, 1, 1),             // 1x1 s1: a plain GEMM
+      shape(1, 8, 7, 9, 4, 3, 3, 1, 1),          // 3x3 s1 p1: heavy overlap
+      shape(1, 8, 8, 9, 6, 4, 4, 2, 1),          // 4x4 s2 p1: the GAN upsampler
+      shape(2, 6, 5, 7, 5, 3, 3, 2, 1, 1, 1, 1), // 3x3 s2 p1 output_padding 1
+      shape(1, 4, 6, 5, 3, 2, 2, 3),             // stride > kernel: gaps
+      shape(1, 4, 7, 6, 5, 3, 3, 1, 0, 1, 2),    // dilation 2
+      shape(1, 8, 6, 6, 10, 2, 2, 2, 0, 2),      // groups 2, exact cover
+      shape(1, 8, 6, 7, 6, 3, 3, 2, 1, 2),       // groups 2, overlap
+      shape(1, 6, 5, 6, 6, 3, 3, 2, 1, 6),       // one channel per group
+      shape(1, 3, 4, 4, 4, 5, 5, 1, 2),          // kernel larger than the input
+      shape(1, 16, 40, 50, 16, 2, 2, 2),         // many row blocks, exact
+      shape(1, 16, 37, 41, 8, 3, 3, 1, 1),       // many row blocks, two phases
+      shape(1, 32, 20, 300, 8, 4, 4, 2, 1),      // wide rows: one-row blocks
   };
   // Asymmetric strides, kernels and pads; exact cover along W only.
   ConvTransposeShape rect = shape(1, 5, 6, 7, 4, 3, 2, 1);

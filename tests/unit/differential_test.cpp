@@ -11,7 +11,8 @@
 // (default: the test temp dir) so `kiln run` can replay it.
 //
 // Each seed compiles at -O3 with 1 thread; every 5th seed also with 2
-// threads, every 7th also at -O0.
+// threads, every 7th also at -O0. Each compiled model runs three times (the
+// seed's inputs, fresh inputs, the seed's inputs again).
 //
 // Tolerance, per element: |got - want| <= atol + rtol*|want| + 4*noise, where
 // rtol = 1e-4, atol = 1e-5 (f32) and noise estimates how far that element
@@ -159,7 +160,7 @@ Comparison compareTensors(const Tensor &got, const Tensor &want, const std::vect
 }
 
 struct Totals {
-  int seeds = 0, compiles = 0, skipped = 0, failedSeeds = 0;
+  int seeds = 0, compiles = 0, skipped = 0;
   int steps = 0, generatedKernels = 0, microkernelSteps = 0, interpSteps = 0;
   int64_t elements = 0, noisyPasses = 0;
   double generate = 0, interp = 0, compile = 0, run = 0;
@@ -171,9 +172,9 @@ std::string reproLine(uint64_t seed) {
          " kiln_unit_tests --gtest_filter='Differential.*'";
 }
 
-// Writes the seed's graph (weights in full) and inputs where a person can
-// replay them; returns a line saying where, or why not.
-std::string dumpSeed(uint64_t seed, const RandomGraph &g) {
+// Writes the seed's graph (weights in full) and the inputs of the failing
+// run where a person can replay them; returns a line saying where.
+std::string dumpSeed(uint64_t seed, const RandomGraph &g, const std::vector<RtValue> &inputs) {
   const char *env = std::getenv("KILN_DIFF_DUMP_DIR");
   const std::filesystem::path dir =
       std::filesystem::path(env && *env ? env : ::testing::TempDir()) /
@@ -182,75 +183,115 @@ std::string dumpSeed(uint64_t seed, const RandomGraph &g) {
   std::filesystem::create_directories(dir, ec);
   std::ofstream(dir / "model.kir") << printModel(g.model);
   std::string args;
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string &name = g.model.graph->inputs()[i]->name();
     const std::string path = (dir / (name + ".npy")).string();
-    if (!writeNpy(path, g.inputs[i].tensor).ok()) return "could not write " + path;
+    if (!writeNpy(path, inputs[i].tensor).ok()) return "could not write " + path;
     args += " --input " + name + "=" + path;
   }
   return "replay: kiln run " + (dir / "model.kir").string() + args;
 }
 
+// The interpreter's outputs for one set of inputs, with their noise
+// estimate (see the top of the file).
+struct Reference {
+  std::string label; // names the input set in reports
+  std::vector<RtValue> inputs, outputs;
+  std::vector<std::vector<double>> noise; // per output, per element
+};
+
+Expected<Reference> referenceFor(uint64_t seed, const RandomGraph &g, std::string label,
+                                 std::vector<RtValue> inputs) {
+  Reference r;
+  r.label = std::move(label);
+  KILN_ASSIGN_OR_RETURN(r.outputs, Interpreter().run(*g.model.graph, inputs));
+  std::vector<std::vector<RtValue>> others;
+  KILN_ASSIGN_OR_RETURN(auto f64, Interpreter(InterpOptions{.accumulateF64 = true})
+                                      .run(*g.model.graph, inputs));
+  others.push_back(std::move(f64));
+  for (uint64_t k = 1; k <= 2; ++k) {
+    testing::RandomGraphOptions options;
+    options.perturbation = kPerturbation;
+    options.perturbationSeed = k;
+    auto twin = generateRandomGraph(seed, options);
+    if (!twin.ok()) return makeError("perturbed twin: ", twin.error().message);
+    if (twin->ops != g.ops) return makeError("the perturbed twin has other ops");
+    KILN_ASSIGN_OR_RETURN(auto out, Interpreter().run(*twin->model.graph, inputs));
+    others.push_back(std::move(out));
+  }
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    std::vector<const Tensor *> ts;
+    for (const auto &o : others)
+      if (i < o.size()) ts.push_back(&o[i].tensor);
+    r.noise.push_back(noiseOf(r.outputs[i].tensor, ts));
+  }
+  r.inputs = std::move(inputs);
+  return r;
+}
+
+// Compares a compiled run with the reference; "" when all outputs match.
+std::string compareRun(const std::vector<RtValue> &got, const Reference &want, const Graph &graph,
+                       Totals &totals) {
+  if (got.size() != want.outputs.size())
+    return "got " + std::to_string(got.size()) + " outputs, expected " +
+           std::to_string(want.outputs.size()) + "\n";
+  std::string failure;
+  for (size_t i = 0; i < got.size(); ++i) {
+    std::string diff = "output is not a tensor";
+    if (got[i].isTensor()) {
+      Comparison c = compareTensors(got[i].tensor, want.outputs[i].tensor, want.noise[i]);
+      diff = c.failure;
+      totals.elements += want.outputs[i].tensor.numel();
+      totals.noisyPasses += c.noisyPasses;
+    }
+    if (!diff.empty())
+      failure += "output " + std::to_string(i) + " %" + graph.outputs()[i]->name() + ": " + diff +
+                 "\n";
+  }
+  return failure;
+}
+
 // Runs one seed in every configuration; returns the failure report, or ""
-// when every output matches.
+// when every output matches. Each compiled model runs three times: on the
+// seed's inputs, on fresh inputs of the same shapes, and on the first
+// inputs again, so results cached or state left over from a run show up.
 std::string checkSeed(uint64_t seed, Totals &totals, bool verbose) {
   ++totals.seeds;
   auto t0 = Clock::now();
-  auto reference = generateRandomGraph(seed);
+  auto generated = generateRandomGraph(seed);
   totals.generate += secondsSince(t0);
-  if (!reference.ok()) {
+  if (!generated.ok()) {
     ++totals.skipped;
-    totals.skipReasons["generator: " + reference.error().message].push_back(seed);
+    totals.skipReasons["generator: " + generated.error().message].push_back(seed);
     return "";
   }
-  const std::string text = printModel(reference->model, PrintOptions{.elideLargeConstants = true});
+  const RandomGraph &g = *generated;
+  const std::string text = printModel(g.model, PrintOptions{.elideLargeConstants = true});
   std::string ops;
-  for (const std::string &op : reference->ops) ops += (ops.empty() ? "" : ", ") + op;
-  if (verbose) std::printf("seed %llu: %s\n%s", static_cast<unsigned long long>(seed), ops.c_str(), text.c_str());
+  for (const std::string &op : g.ops) ops += (ops.empty() ? "" : ", ") + op;
+  if (verbose)
+    std::printf("seed %llu: %s\n%s", static_cast<unsigned long long>(seed), ops.c_str(),
+                text.c_str());
 
   t0 = Clock::now();
-  auto expected = Interpreter().run(*reference->model.graph, reference->inputs);
+  std::vector<Reference> refs;
+  for (auto [label, inputs] :
+       {std::pair{"the seed's inputs", g.inputs},
+        std::pair{"fresh inputs", testing::randomInputs(*g.model.graph, seed, 1)}}) {
+    auto r = referenceFor(seed, g, label, inputs);
+    if (!r.ok()) {
+      ++totals.skipped;
+      totals.skipReasons["interpreter: " + r.error().message].push_back(seed);
+      return "";
+    }
+    refs.push_back(std::move(*r));
+  }
   totals.interp += secondsSince(t0);
-  if (!expected.ok()) {
-    ++totals.skipped;
-    totals.skipReasons["interpreter: " + expected.error().message].push_back(seed);
-    return "";
-  }
-  std::vector<std::vector<double>> noise;
-  {
-    // The noise estimate (see the top of the file): f64 accumulation and
-    // two perturbed twins, all on the interpreter.
-    t0 = Clock::now();
-    std::vector<std::vector<RtValue>> others;
-    auto f64 = Interpreter(InterpOptions{.accumulateF64 = true})
-                   .run(*reference->model.graph, reference->inputs);
-    if (!f64.ok()) return "seed " + std::to_string(seed) + ": f64 interpreter: " + f64.error().message;
-    others.push_back(std::move(*f64));
-    for (uint64_t k = 1; k <= 2; ++k) {
-      testing::RandomGraphOptions options;
-      options.perturbation = kPerturbation;
-      options.perturbationSeed = k;
-      auto twin = generateRandomGraph(seed, options);
-      if (!twin.ok()) return "seed " + std::to_string(seed) + ": perturbed twin: " + twin.error().message;
-      if (twin->ops != reference->ops)
-        return "seed " + std::to_string(seed) + ": the perturbed twin has other ops";
-      auto out = Interpreter().run(*twin->model.graph, twin->inputs);
-      if (!out.ok()) return "seed " + std::to_string(seed) + ": perturbed twin: " + out.error().message;
-      others.push_back(std::move(*out));
-    }
-    totals.interp += secondsSince(t0);
-    for (size_t i = 0; i < expected->size(); ++i) {
-      std::vector<const Tensor *> ts;
-      for (const auto &o : others)
-        if (i < o.size()) ts.push_back(&o[i].tensor);
-      noise.push_back(noiseOf((*expected)[i].tensor, ts));
-    }
-  }
 
   std::string report;
+  const std::vector<RtValue> *failingInputs = nullptr;
   for (const Config &config : configsFor(seed)) {
     auto fresh = generateRandomGraph(seed); // compile consumes the model
-    std::string failure;
     cpu::CompileOptions options;
     options.optLevel = config.optLevel;
     options.threads = config.threads;
@@ -258,47 +299,38 @@ std::string checkSeed(uint64_t seed, Totals &totals, bool verbose) {
     auto compiled = cpu::CompiledModel::compile(std::move(fresh->model), options);
     totals.compile += secondsSince(t0);
     ++totals.compiles;
+    std::string failure;
     if (!compiled.ok()) {
-      failure = "compile failed: " + compiled.error().message;
+      failure = "compile failed: " + compiled.error().message + "\n";
     } else {
       const cpu::CompileStats &stats = (*compiled)->stats();
       totals.steps += stats.steps;
       totals.generatedKernels += stats.generatedKernels;
       totals.microkernelSteps += stats.microkernelSteps;
       totals.interpSteps += stats.interpSteps;
-      t0 = Clock::now();
-      auto got = (*compiled)->run(reference->inputs);
-      totals.run += secondsSince(t0);
-      if (!got.ok()) {
-        failure = "run failed: " + got.error().message;
-      } else if (got->size() != expected->size()) {
-        failure = "got " + std::to_string(got->size()) + " outputs, expected " +
-                  std::to_string(expected->size());
-      } else {
-        for (size_t i = 0; i < got->size(); ++i) {
-          std::string diff = "output is not a tensor";
-          if ((*got)[i].isTensor()) {
-            Comparison c = compareTensors((*got)[i].tensor, (*expected)[i].tensor, noise[i]);
-            diff = c.failure;
-            totals.elements += (*expected)[i].tensor.numel();
-            totals.noisyPasses += c.noisyPasses;
-          }
-          if (!diff.empty())
-            failure += "output " + std::to_string(i) + " %" +
-                       reference->model.graph->outputs()[i]->name() + ": " + diff + "\n";
-        }
+      for (int run = 0; run < 3 && failure.empty(); ++run) {
+        const Reference &ref = refs[run == 1 ? 1 : 0];
+        t0 = Clock::now();
+        auto got = (*compiled)->run(ref.inputs);
+        totals.run += secondsSince(t0);
+        const std::string diff = got.ok() ? compareRun(*got, ref, *g.model.graph, totals)
+                                          : "run failed: " + got.error().message + "\n";
+        if (diff.empty()) continue;
+        failure = "run " + std::to_string(run + 1) + " (" + ref.label +
+                  (run == 2 ? ", again" : "") + "):\n" + diff;
+        if (!failingInputs) failingInputs = &ref.inputs;
       }
     }
     if (failure.empty()) continue;
     if (report.empty()) {
-      report = "seed " + std::to_string(seed) + " (" + config.str() + "):\n" + failure;
+      report = "seed " + std::to_string(seed) + " (" + config.str() + "), " + failure;
     } else {
       report += "also fails with " + config.str() + "\n";
     }
   }
   if (report.empty()) return "";
-  return report + "ops: " + ops + "\n" + text + reproLine(seed) + "\n" + dumpSeed(seed, *reference) +
-         "\n";
+  return report + "ops: " + ops + "\n" + text + reproLine(seed) + "\n" +
+         dumpSeed(seed, g, failingInputs ? *failingInputs : g.inputs) + "\n";
 }
 
 TEST(Differential, CompiledMatchesInterpreter) {

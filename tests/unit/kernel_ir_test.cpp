@@ -489,8 +489,8 @@ TEST(KernelIrVerifier, RejectsOpcodesOnTypesOutsideTheirClass) {
             "kernel 'k': %1 = exp: type i32 is not a float type");
   EXPECT_EQ(verifyError(kernelWith("  %0 = const 1 : i32\n  %1 = pow %0, %0 : i32\n")),
             "kernel 'k': %1 = pow: type i32 is not a float type");
-  EXPECT_EQ(verifyError(kernelWith("  %0 = const 1.0 : f32\n  %1 = mod %0, %0 : f32\n")),
-            "kernel 'k': %1 = mod: type f32 is not an integer type");
+  EXPECT_EQ(verifyError(kernelWith("  %0 = const true : bool\n  %1 = mod %0, %0 : bool\n")),
+            "kernel 'k': %1 = mod: type bool is not a numeric type");
   EXPECT_EQ(verifyError(kernelWith("  %0 = const 1.0 : f32\n  %1 = xor %0, %0 : f32\n")),
             "kernel 'k': %1 = xor: type f32 is not an integer or bool type");
   EXPECT_EQ(verifyError(kernelWith("  %0 = const true : bool\n  %1 = add %0, %0 : bool\n")),

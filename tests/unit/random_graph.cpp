@@ -43,6 +43,17 @@ private:
   std::mt19937_64 engine_;
 };
 
+// Uniform in [-scale, scale] or normal with sd scale, never exactly zero.
+Tensor randomF32(Rng &rng, const Shape64 &shape, float scale) {
+  Tensor t(DType::F32, shape);
+  const bool normal = rng.chance(0.3);
+  for (float &v : t.span<float>()) {
+    do v = scale * (normal ? rng.normal() : rng.uniform(-1, 1));
+    while (v == 0);
+  }
+  return t;
+}
+
 Shape64 shapeOf(const Value *v) { return *v->type().shape().staticDims(); }
 
 // Ops whose f32 results are exact (they select or move values): perturbing
@@ -92,7 +103,7 @@ std::optional<Shape64> broadcast(const Shape64 &a, const Shape64 &b) {
 class Generator {
 public:
   Generator(uint64_t seed, const RandomGraphOptions &options, RandomGraph &out)
-      : rng_(seed), noiseRng_(options.perturbationSeed ^ (seed * 0x9e3779b97f4a7c15ull)),
+      : seed_(seed), rng_(seed), noiseRng_(options.perturbationSeed ^ (seed * 0x9e3779b97f4a7c15ull)),
         options_(options), out_(out), g_(*out.model.graph) {}
 
   Status build();
@@ -138,6 +149,7 @@ private:
   Expected<Value *> concat(Value *x);
   Expected<Value *> flatten(Value *x);
 
+  uint64_t seed_;
   Rng rng_;
   Rng noiseRng_; // perturbations only: rng_ draws the same with and without them
   const RandomGraphOptions &options_;
@@ -184,13 +196,7 @@ Value *Generator::constant(Tensor t) {
 }
 
 Tensor Generator::randomTensor(const Shape64 &shape, float scale) {
-  Tensor t(DType::F32, shape);
-  const bool normal = rng_.chance(0.3);
-  for (float &v : t.span<float>()) {
-    do v = scale * (normal ? rng_.normal() : rng_.uniform(-1, 1));
-    while (v == 0);
-  }
-  return t;
+  return randomF32(rng_, shape, scale);
 }
 
 Value *Generator::randomConstant(const Shape64 &shape, float scale) {
@@ -362,15 +368,22 @@ Expected<Value *> Generator::matmul(Value *x) {
     Value *w = randomConstant({m, kk}, std::sqrt(3.0f / static_cast<float>(kk)));
     return emit(OpKind::MatMul, {w, x});
   }
+  if (kind == 2) { // x[..., K] @ w[K]: a matrix-vector product
+    return emit(OpKind::MatMul, {x, randomConstant({k}, wscale)});
+  }
   const int64_t n = rng_.dim();
   if (!fits(Shape64{rows * n})) return nullptr;
   Shape64 ws = {k, n};
-  if (xs.size() >= 3 && kind <= 4) { // batched weight: x's batch dims, some set to 1
+  if (xs.size() >= 3 && kind <= 5) { // batched weight: x's batch dims, some set to 1
     Shape64 batch(xs.begin(), xs.end() - 2);
     batch = Shape64(batch.begin() + rng_.range(0, batch.size() - 1), batch.end());
     for (int64_t &b : batch)
       if (rng_.chance(0.3)) b = 1;
     ws.insert(ws.begin(), batch.begin(), batch.end());
+  } else if (xs.size() <= 2 && kind == 6) { // the weight's batch dims broadcast x
+    const int64_t b = rng_.dim();
+    if (!fits(Shape64{b * rows * n})) return nullptr;
+    ws.insert(ws.begin(), b);
   }
   return emit(OpKind::MatMul, {x, randomConstant(ws, wscale)});
 }
@@ -700,16 +713,24 @@ Status Generator::build() {
   rng_.shuffle(others);
   others.resize(std::min<size_t>(others.size(), rng_.range(0, 2)));
   outputs.insert(outputs.end(), others.begin(), others.end());
+  if (rng_.chance(0.05)) outputs.push_back(pool_.front()); // an input, passed through
   g_.setOutputs(outputs);
   out_.model.opsets[""] = 21;
   KILN_RETURN_IF_ERROR(verifyModel(out_.model));
 
-  for (const Value *in : g_.inputs())
-    out_.inputs.emplace_back(randomTensor(shapeOf(in), rng_.chance(0.3) ? 3.0f : 1.0f));
+  out_.inputs = randomInputs(g_, seed_, 0);
   return Status::success();
 }
 
 } // namespace
+
+std::vector<RtValue> randomInputs(const Graph &graph, uint64_t seed, uint64_t variant) {
+  Rng rng(seed * 0xbf58476d1ce4e5b9ull + variant * 0x94d049bb133111ebull + 1);
+  std::vector<RtValue> inputs;
+  for (const Value *in : graph.inputs())
+    inputs.emplace_back(randomF32(rng, shapeOf(in), rng.chance(0.3) ? 3.0f : 1.0f));
+  return inputs;
+}
 
 Expected<RandomGraph> generateRandomGraph(uint64_t seed, const RandomGraphOptions &options) {
   RandomGraph out;

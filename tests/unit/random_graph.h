@@ -46,6 +46,10 @@ struct RandomGraph {
   std::vector<std::string> ops;
 };
 
+// Random f32 tensors for a graph's inputs (uniform or normal, never 0);
+// variant 0 is RandomGraph::inputs, others give fresh data of the same shapes.
+std::vector<RtValue> randomInputs(const Graph &graph, uint64_t seed, uint64_t variant);
+
 // Builds the graph of `seed`. An error means the generator made a graph that
 // shape inference or the verifier rejects: a bug in the generator.
 Expected<RandomGraph> generateRandomGraph(uint64_t seed, const RandomGraphOptions &options = {});

@@ -30,9 +30,8 @@ struct LstmCase {
 
 std::string describe(const LstmCase &c) {
   std::ostringstream os;
-  os << "seq" << c.seq << " batch" << c.batch << " input" << c.input << " hidden" << c.hidden
-     << " " << c.direction << " layout" << c.layout << " initial=" << c.initialState
-     << " bias=" << c.bias;
+  os << "seq" << c.seq << " batch" << c.batch << " input" << c.input << " hidden" << c.hidden << " "
+     << c.direction << " layout" << c.layout << " initial=" << c.initialState << " bias=" << c.bias;
   return os.str();
 }
 
@@ -67,14 +66,14 @@ void check(const LstmCase &lc, GemmIsa isa, runtime::ThreadPool &pool) {
        << ", %r: " << dims(r.shape()) << ", %b: " << dims(b.shape())
        << ", %h0: " << dims(stateShape) << ", %c0: " << dims(stateShape)
        << ") -> (%y, %yh, %yc) {\n  %y, %yh, %yc = LSTM(%x, %w, %r, " << (lc.bias ? "%b" : "_")
-       << ", _, " << (lc.initialState ? "%h0, %c0" : "_, _") << ") {direction = \""
-       << lc.direction << "\", hidden_size = " << H << ", layout = " << lc.layout
+       << ", _, " << (lc.initialState ? "%h0, %c0" : "_, _") << ") {direction = \"" << lc.direction
+       << "\", hidden_size = " << H << ", layout = " << lc.layout
        << "} : f32[*], f32[*], f32[*]\n}";
   auto model = parseModel(text.str(), "lstm.kir");
   ASSERT_TRUE(model.ok()) << model.error().message << "\n" << text.str();
   Interpreter interp;
-  auto ref = interp.run(*model->graph, {RtValue(x), RtValue(w), RtValue(r), RtValue(b),
-                                        RtValue(h0), RtValue(c0)});
+  auto ref = interp.run(*model->graph,
+                        {RtValue(x), RtValue(w), RtValue(r), RtValue(b), RtValue(h0), RtValue(c0)});
   ASSERT_TRUE(ref.ok()) << ref.error().message;
 
   // The kernel, with the layout handling of the CPU backend's LSTM step.
@@ -89,9 +88,9 @@ void check(const LstmCase &lc, GemmIsa isa, runtime::ThreadPool &pool) {
   std::vector<float> y(size_t(T * D * B * H), std::nanf(""));
   for (int64_t d = 0; d < D; ++d) {
     const float *bd = lc.bias ? b.data<float>() + d * 8 * H : nullptr;
-    PackedLstm p = PackedLstm::pack(H, I, w.data<float>() + d * 4 * H * I,
-                                    r.data<float>() + d * 4 * H * H, bd, bd ? bd + 4 * H : nullptr,
-                                    isa);
+    PackedLstm p =
+        PackedLstm::pack(H, I, w.data<float>() + d * 4 * H * I, r.data<float>() + d * 4 * H * H, bd,
+                         bd ? bd + 4 * H : nullptr, isa);
     float *yd = y.data() + (batchFirst ? d * H : d * B * H);
     const int64_t strideT = D * H * (batchFirst ? 1 : B), strideB = batchFirst ? T * D * H : H;
     p.run(T, B, batchFirst, reverseOnly || d == 1, x.data<float>(), h.data() + d * B * H,
@@ -117,14 +116,14 @@ void check(const LstmCase &lc, GemmIsa isa, runtime::ThreadPool &pool) {
 
 std::vector<LstmCase> cases() {
   return {
-      {1, 1, 128, 128, "forward", 0, true, true},   // silero VAD
-      {5, 3, 7, 8, "bidirectional", 0, true, true}, //
-      {4, 2, 5, 16, "reverse", 1, false, true},     //
-      {6, 1, 3, 33, "bidirectional", 1, true, true}, // hidden not a multiple of 16
-      {3, 4, 10, 4, "forward", 1, false, false},    // no bias, tiny hidden
-      {7, 5, 1, 20, "reverse", 0, true, false},     // one input feature
+      {1, 1, 128, 128, "forward", 0, true, true},      // silero VAD
+      {5, 3, 7, 8, "bidirectional", 0, true, true},    //
+      {4, 2, 5, 16, "reverse", 1, false, true},        //
+      {6, 1, 3, 33, "bidirectional", 1, true, true},   // hidden not a multiple of 16
+      {3, 4, 10, 4, "forward", 1, false, false},       // no bias, tiny hidden
+      {7, 5, 1, 20, "reverse", 0, true, false},        // one input feature
       {40, 2, 16, 64, "bidirectional", 0, true, true}, // a longer sequence
-      {2, 33, 24, 48, "forward", 0, true, true},    // a big batch: GEMMs split
+      {2, 33, 24, 48, "forward", 0, true, true},       // a big batch: GEMMs split
   };
 }
 
