@@ -34,10 +34,12 @@
 // thread runs a contiguous share first (its data stays in its L2 from one
 // call to the next) and then helps with the others'.
 //
-// Measured (bench/conv, 1 thread, AVX-512 Xeon): 3x3 convs with 64-256
-// channels ~145-150 GFLOP/s (85-90% of oneDNN with its blocked nChw16c
-// layout, 110-170% of oneDNN on NCHW); 16-32 channel layers and the 3-channel
-// stem lag more (55-77%): packing dominates when few output rows reuse it.
+// Measured (bench/conv, AVX-512 Xeon, 1 thread; 2 threads scale ~2x): 3x3
+// convs with 64-256 channels 160-185 GFLOP/s, 75-92% of oneDNN in its
+// blocked nChw16c layout and 115-175% of oneDNN on NCHW; 1x1 convs 90-135%
+// of blocked oneDNN; depthwise 60-95%; 16-32 channel 3x3 layers ~72% and the
+// 3-channel stem ~53%, where packing B costs as much as the few output rows
+// that reuse it.
 #pragma once
 
 #include "kernels/epilogue.h"

@@ -205,6 +205,12 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
       const float *x0 = a.x + ih0 * a.W;
       float *yrow = a.y + oh * a.outW;
       if (blocks && oh + RB <= a.oh1 && ih0 >= 0 && ih0 + (RB - 1) * SW + KS <= a.H) {
+        // The next block's new input rows: start them on their way to L1
+        // (stride 2 reads 4x the output; the planes stream from L2/L3).
+        const int64_t next = ih0 + (RB - 1) * SW + KS;
+        const int64_t last = next + RB * SW < a.H ? next + RB * SW : a.H;
+        for (const float *p = a.x + next * a.W, *e = a.x + last * a.W; p < e; p += 16)
+          _mm_prefetch(reinterpret_cast<const char *>(p), _MM_HINT_T0);
         rowBlock<SW, KS, RB>(a, oh, cb * 16, x0, yrow + cb * 16, info, ce - cb, w, bias);
         oh += RB;
       } else {

@@ -28,9 +28,9 @@ __attribute__((always_inline)) inline __m512 finish(__m512 acc, __mmask16 m, con
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn), else
 // from the packed panel at pb + k * kNr.
 template <int H, bool kDirect>
-__attribute__((always_inline)) inline void
-tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c, int64_t ldc,
-     float beta, int64_t cols, const float *rowBias) {
+__attribute__((always_inline)) inline void tile(int64_t kc, const float *pa, const float *pb,
+                                                const int32_t *boff, float *c, int64_t ldc,
+                                                float beta, int64_t cols, const float *rowBias) {
   __m512 acc[H][2];
 #pragma GCC unroll 14
   for (int i = 0; i < H; ++i) {
@@ -81,8 +81,8 @@ void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
 }
 
 template <int H>
-void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c,
-            int64_t ldc, float beta, const float *rowBias) {
+void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c, int64_t ldc,
+            float beta, const float *rowBias) {
   tile<H, true>(kc, pa, b, boff, c, ldc, beta, kNr, rowBias);
 }
 

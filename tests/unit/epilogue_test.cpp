@@ -63,7 +63,7 @@ std::vector<GemmIsa> supportedIsas() {
 
 // The full output is fullRows x fullCols; the tile starts at (row0, col0).
 struct Data {
-  int64_t fullRows = 40, fullCols = 70;
+  int64_t fullRows = 40, fullCols = 110; // room for every tile at its offset
   std::vector<float> rowVec, colVec, residual;
   explicit Data(std::mt19937 &rng)
       : rowVec(randomVector(size_t(fullRows), rng)), colVec(randomVector(size_t(fullCols), rng)),
