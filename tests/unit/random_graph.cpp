@@ -31,7 +31,8 @@ public:
   bool chance(double p) { return unit() < p; }
   float normal() { // Box-Muller
     double u1 = std::max(unit(), 1e-12), u2 = unit();
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                              std::cos(2.0 * std::numbers::pi * u2));
   }
   int64_t dim() { return kDims[range(0, std::size(kDims) - 1)]; }
   template <class T> const T &pick(const std::vector<T> &v) { return v[range(0, v.size() - 1)]; }
@@ -54,21 +55,12 @@ Tensor randomF32(Rng &rng, const Shape64 &shape, float scale) {
   return t;
 }
 
-Shape64 shapeOf(const Value *v) { return *v->type().shape().staticDims(); }
-
-// Ops whose f32 results are exact (they select or move values): perturbing
-// them would only model rounding that no implementation does.
-bool isExact(OpKind op) {
-  switch (op) {
-  case OpKind::Relu: case OpKind::Abs: case OpKind::Neg: case OpKind::Max: case OpKind::Min:
-  case OpKind::Where: case OpKind::Clip: case OpKind::ReduceMax: case OpKind::MaxPool:
-  case OpKind::GlobalMaxPool: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
-  case OpKind::Concat: case OpKind::Flatten:
-    return true;
-  default: return false;
-  }
+Shape64 shapeOf(const Value *v) {
+  return *v->type().shape().staticDims();
 }
-int64_t rankOf(const Value *v) { return v->type().shape().rank(); }
+int64_t rankOf(const Value *v) {
+  return v->type().shape().rank();
+}
 
 // Dims of a shape that broadcasts against `s`: some leading dims dropped,
 // some dims set to 1 (numpy rules; the result never grows `s`).
@@ -103,8 +95,9 @@ std::optional<Shape64> broadcast(const Shape64 &a, const Shape64 &b) {
 class Generator {
 public:
   Generator(uint64_t seed, const RandomGraphOptions &options, RandomGraph &out)
-      : seed_(seed), rng_(seed), noiseRng_(options.perturbationSeed ^ (seed * 0x9e3779b97f4a7c15ull)),
-        options_(options), out_(out), g_(*out.model.graph) {}
+      : seed_(seed), rng_(seed),
+        noiseRng_(options.perturbationSeed ^ (seed * 0x9e3779b97f4a7c15ull)), options_(options),
+        out_(out), g_(*out.model.graph) {}
 
   Status build();
 
@@ -115,6 +108,8 @@ private:
   // Adds a node, infers its output type and checks that it is static. f32
   // outputs join the pool that later ops read from.
   Expected<Value *> emit(OpKind op, std::vector<Value *> inputs, Attrs attrs = {});
+  // v times a random 1+d (RandomGraphOptions::perturbation), or v itself.
+  Expected<Value *> perturbed(Value *v);
   Value *constant(Tensor t);
   // Random f32 data, uniform in [-scale, scale] or normal with sd scale,
   // never exactly zero.
@@ -155,7 +150,7 @@ private:
   const RandomGraphOptions &options_;
   RandomGraph &out_;
   Graph &g_;
-  std::vector<Value *> pool_; // f32 values ops may read, in creation order
+  std::vector<Value *> pool_;        // f32 values ops may read, in creation order
   std::vector<std::string> emitted_; // ops of the random op being built
   int nextId_ = 0;
 };
@@ -172,18 +167,23 @@ Expected<Value *> Generator::emit(OpKind op, std::vector<Value *> inputs, Attrs 
   emitted_.emplace_back(opName(op));
   Value *v = n->output(0);
   if (t.dtype() != DType::F32) return v;
-  if (options_.perturbation > 0 && !isExact(op)) {
-    Tensor noise(DType::F32, shapeOf(v));
-    const float amp = static_cast<float>(options_.perturbation);
-    for (float &f : noise.span<float>()) f = 1.0f + amp * noiseRng_.uniform(-1, 1);
-    Node *m = g_.addNode(OpKind::Mul, {v, constant(std::move(noise))}, 1,
-                         "perturb" + std::to_string(id));
-    m->output(0)->setName("p" + std::to_string(id));
-    KILN_RETURN_IF_ERROR(inferNode(*m));
-    v = m->output(0);
-  }
+  KILN_ASSIGN_OR_RETURN(v, perturbed(v));
   pool_.push_back(v);
   return v;
+}
+
+// Every value, exact ones (inputs, Concat...) included: a backward-stable
+// kernel computes the exact result of slightly perturbed inputs, so this
+// models the rounding inside the ops that read the value too.
+Expected<Value *> Generator::perturbed(Value *v) {
+  if (options_.perturbation <= 0) return v;
+  Tensor noise(DType::F32, shapeOf(v));
+  const float amp = static_cast<float>(options_.perturbation);
+  for (float &f : noise.span<float>()) f = 1.0f + amp * noiseRng_.uniform(-1, 1);
+  Node *m = g_.addNode(OpKind::Mul, {v, constant(std::move(noise))}, 1, "perturb_" + v->name());
+  m->output(0)->setName(v->name() + "_perturbed");
+  KILN_RETURN_IF_ERROR(inferNode(*m));
+  return m->output(0);
 }
 
 Value *Generator::constant(Tensor t) {
@@ -207,22 +207,22 @@ Value *Generator::randomConstant(const Shape64 &shape, float scale) {
 
 Expected<Value *> Generator::unary(Value *x) {
   static const std::vector<OpKind> kinds = {
-      OpKind::Relu,      OpKind::Sigmoid, OpKind::Tanh,        OpKind::Exp,
-      OpKind::Abs,       OpKind::Neg,     OpKind::Sqrt,        OpKind::Erf,
-      OpKind::HardSigmoid, OpKind::HardSwish, OpKind::LeakyRelu, OpKind::Clip,
-      OpKind::Softplus,  OpKind::Gelu};
+      OpKind::Relu,      OpKind::Sigmoid, OpKind::Tanh,     OpKind::Exp,         OpKind::Abs,
+      OpKind::Neg,       OpKind::Sqrt,    OpKind::Erf,      OpKind::HardSigmoid, OpKind::HardSwish,
+      OpKind::LeakyRelu, OpKind::Clip,    OpKind::Softplus, OpKind::Gelu};
   const OpKind op = rng_.pick(kinds);
   switch (op) {
   case OpKind::Exp: { // on bounded values only
     KILN_ASSIGN_OR_RETURN(Value * b, emit(rng_.chance(0.5) ? OpKind::Tanh : OpKind::Sigmoid, {x}));
     return emit(OpKind::Exp, {b});
   }
-  case OpKind::Sqrt: {
-    // sqrt(|x| + c): the offset keeps sqrt away from 0, where its slope
-    // would turn the last bit of rounding in x into a visible difference.
+  case OpKind::Sqrt: { // sqrt(|x|), sometimes sqrt(|x| + c) as in a norm's epsilon
     KILN_ASSIGN_OR_RETURN(Value * a, emit(OpKind::Abs, {x}));
-    KILN_ASSIGN_OR_RETURN(Value * s, emit(OpKind::Add, {a, scalar(rng_.chance(0.5) ? 0.01f : 1.0f)}));
-    return emit(OpKind::Sqrt, {s});
+    const int64_t offset = rng_.range(0, 2);
+    if (offset > 0) {
+      KILN_ASSIGN_OR_RETURN(a, emit(OpKind::Add, {a, scalar(offset == 1 ? 0.01f : 1.0f)}));
+    }
+    return emit(OpKind::Sqrt, {a});
   }
   case OpKind::HardSigmoid: {
     Attrs attrs;
@@ -240,10 +240,14 @@ Expected<Value *> Generator::unary(Value *x) {
   case OpKind::Clip: {
     Value *lo = scalar(rng_.uniform(-1.0f, -0.05f)), *hi = scalar(rng_.uniform(0.05f, 1.0f));
     switch (rng_.range(0, 3)) {
-    case 0: return emit(op, {x, lo});
-    case 1: return emit(op, {x, nullptr, hi});
-    case 2: return emit(op, {x, scalar(0.0f), scalar(6.0f)}); // Relu6
-    default: return emit(op, {x, lo, hi});
+    case 0:
+      return emit(op, {x, lo});
+    case 1:
+      return emit(op, {x, nullptr, hi});
+    case 2:
+      return emit(op, {x, scalar(0.0f), scalar(6.0f)}); // Relu6
+    default:
+      return emit(op, {x, lo, hi});
     }
   }
   case OpKind::Gelu: {
@@ -251,14 +255,14 @@ Expected<Value *> Generator::unary(Value *x) {
     if (rng_.chance(0.4)) attrs["approximate"] = Attribute::ofString("tanh");
     return emit(op, {x}, std::move(attrs));
   }
-  default: return emit(op, {x});
+  default:
+    return emit(op, {x});
   }
 }
 
 Expected<Value *> Generator::binary(Value *x) {
-  static const std::vector<OpKind> kinds = {OpKind::Add, OpKind::Sub,   OpKind::Mul,
-                                            OpKind::Div, OpKind::Max,   OpKind::Min,
-                                            OpKind::Where, OpKind::PRelu};
+  static const std::vector<OpKind> kinds = {OpKind::Add, OpKind::Sub, OpKind::Mul,   OpKind::Div,
+                                            OpKind::Max, OpKind::Min, OpKind::Where, OpKind::PRelu};
   const OpKind op = rng_.pick(kinds);
   const Shape64 xs = shapeOf(x);
   if (op == OpKind::PRelu) { // the slope broadcasts to x, never the other way
@@ -302,7 +306,8 @@ Expected<Value *> Generator::binary(Value *x) {
   case OpKind::Min:
     if (rng_.chance(0.2)) return emit(op, {a, b, randomConstant(broadcastableShape(rng_, xs))});
     return emit(op, {a, b});
-  default: return emit(op, {a, b});
+  default:
+    return emit(op, {a, b});
   }
 }
 
@@ -341,7 +346,8 @@ Expected<Value *> Generator::layerNorm(Value *x) {
   std::vector<Value *> inputs = {x, randomConstant({d})};
   if (rng_.chance(0.7)) inputs.push_back(randomConstant({d}));
   Attrs attrs;
-  if (rng_.chance(0.5)) attrs["axis"] = Attribute::ofInt(rng_.chance(0.5) ? -1 : static_cast<int64_t>(xs.size()) - 1);
+  if (rng_.chance(0.5))
+    attrs["axis"] = Attribute::ofInt(rng_.chance(0.5) ? -1 : static_cast<int64_t>(xs.size()) - 1);
   if (rng_.chance(0.3)) attrs["epsilon"] = Attribute::ofFloat(1e-3f);
   return emit(OpKind::LayerNormalization, std::move(inputs), std::move(attrs));
 }
@@ -359,7 +365,8 @@ Expected<Value *> Generator::matmul(Value *x) {
     std::vector<int64_t> perm(xs.size());
     std::iota(perm.begin(), perm.end(), 0);
     std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-    KILN_ASSIGN_OR_RETURN(Value * xt, emit(OpKind::Transpose, {x}, {{"perm", Attribute::ofInts(perm)}}));
+    KILN_ASSIGN_OR_RETURN(Value * xt,
+                          emit(OpKind::Transpose, {x}, {{"perm", Attribute::ofInts(perm)}}));
     return emit(OpKind::MatMul, {x, xt});
   }
   if (xs.size() >= 2 && kind == 1) { // W[M, K'] @ x[..., K', N]
@@ -465,9 +472,8 @@ Expected<Value *> Generator::conv(Value *x) {
   if (std::any_of(pads, pads + 4, [](int64_t p) { return p != 0; }) || rng_.chance(0.2))
     attrs["pads"] = Attribute::ofInts({pads[0], pads[1], pads[2], pads[3]});
   const int64_t fanIn = c / group * kernel[0] * kernel[1];
-  std::vector<Value *> inputs = {
-      x, randomConstant({m, c / group, kernel[0], kernel[1]},
-                        std::sqrt(3.0f / static_cast<float>(fanIn)))};
+  std::vector<Value *> inputs = {x, randomConstant({m, c / group, kernel[0], kernel[1]},
+                                                   std::sqrt(3.0f / static_cast<float>(fanIn)))};
   if (rng_.chance(0.8)) inputs.push_back(randomConstant({m}, 0.5f));
   KILN_ASSIGN_OR_RETURN(Value * y, emit(OpKind::Conv, std::move(inputs), std::move(attrs)));
   return convEpilogue(x, y);
@@ -480,9 +486,9 @@ Expected<Value *> Generator::convEpilogue(Value *x, Value *y) {
   if (rng_.chance(0.3)) {
     Tensor var = randomTensor({m}, 1.0f);
     for (float &v : var.span<float>()) v = 0.5f + std::fabs(v);
-    KILN_ASSIGN_OR_RETURN(y, emit(OpKind::BatchNormalization,
-                                  {y, randomConstant({m}), randomConstant({m}, 0.5f),
-                                   randomConstant({m}, 0.5f), constant(std::move(var))}));
+    KILN_ASSIGN_OR_RETURN(
+        y, emit(OpKind::BatchNormalization, {y, randomConstant({m}), randomConstant({m}, 0.5f),
+                                             randomConstant({m}, 0.5f), constant(std::move(var))}));
   }
   switch (rng_.range(0, 9)) {
   case 0:
@@ -496,21 +502,24 @@ Expected<Value *> Generator::convEpilogue(Value *x, Value *y) {
   case 5:
   case 6: { // SiLU
     KILN_ASSIGN_OR_RETURN(Value * s, emit(OpKind::Sigmoid, {y}));
-    KILN_ASSIGN_OR_RETURN(y, rng_.chance(0.5) ? emit(OpKind::Mul, {y, s}) : emit(OpKind::Mul, {s, y}));
+    KILN_ASSIGN_OR_RETURN(y,
+                          rng_.chance(0.5) ? emit(OpKind::Mul, {y, s}) : emit(OpKind::Mul, {s, y}));
     break;
   }
   case 7: {
     KILN_ASSIGN_OR_RETURN(y, emit(OpKind::Clip, {y, scalar(0.0f), scalar(6.0f)}));
     break;
   }
-  default: break;
+  default:
+    break;
   }
   if (rng_.chance(0.35)) {
     std::vector<Value *> same = poolWhere([&](const Shape64 &s) { return s == ys; });
     same.erase(std::remove(same.begin(), same.end(), y), same.end());
     Value *r = shapeOf(x) == ys && rng_.chance(0.6) ? x : same.empty() ? nullptr : rng_.pick(same);
     if (r) {
-      KILN_ASSIGN_OR_RETURN(y, rng_.chance(0.7) ? emit(OpKind::Add, {y, r}) : emit(OpKind::Add, {r, y}));
+      KILN_ASSIGN_OR_RETURN(y, rng_.chance(0.7) ? emit(OpKind::Add, {y, r})
+                                                : emit(OpKind::Add, {r, y}));
     }
   }
   return y;
@@ -602,8 +611,10 @@ Expected<Value *> Generator::slice(Value *x) {
     } else { // from start down to end (exclusive); end -1 means "past 0"
       start = rng_.range(1, d - 1);
       end = rng_.range(-1, start - 1);
-      if (end == -1) end = rng_.chance(0.5) ? -d - 1 : std::numeric_limits<int64_t>::min();
-      else if (rng_.chance(0.3)) end -= d;
+      if (end == -1)
+        end = rng_.chance(0.5) ? -d - 1 : std::numeric_limits<int64_t>::min();
+      else if (rng_.chance(0.3))
+        end -= d;
       if (start == d - 1 && rng_.chance(0.3)) start = kBig;
     }
     if (start >= 0 && start < d && rng_.chance(0.3)) start -= d;
@@ -668,10 +679,15 @@ Status Generator::build() {
     int64_t &d = shape[rng_.range(0, shape.size() - 1)];
     d = kDims[rng_.range(0, 5)]; // at most 7
   }
-  pool_.push_back(g_.addInput("x", Type::tensor(DType::F32, Shape::fromStatic(shape))));
+  std::vector<Value *> inputs = {
+      g_.addInput("x", Type::tensor(DType::F32, Shape::fromStatic(shape)))};
   if (rng_.chance(0.3))
-    pool_.push_back(g_.addInput(
+    inputs.push_back(g_.addInput(
         "y", Type::tensor(DType::F32, Shape::fromStatic(broadcastableShape(rng_, shape)))));
+  for (Value *in : inputs) {
+    KILN_ASSIGN_OR_RETURN(Value * v, perturbed(in));
+    pool_.push_back(v);
+  }
   const size_t numInputs = pool_.size();
 
   struct Choice {
@@ -679,11 +695,11 @@ Status Generator::build() {
     int weight;
   };
   static const std::vector<Choice> choices = {
-      {&Generator::unary, 20},    {&Generator::binary, 20},   {&Generator::reduce, 7},
-      {&Generator::softmax, 5},   {&Generator::layerNorm, 4}, {&Generator::matmul, 7},
-      {&Generator::gemm, 3},      {&Generator::conv, 12},     {&Generator::pool, 6},
-      {&Generator::reshape, 6},   {&Generator::transpose, 5}, {&Generator::slice, 5},
-      {&Generator::concat, 4},    {&Generator::flatten, 3}};
+      {&Generator::unary, 20},  {&Generator::binary, 20},   {&Generator::reduce, 7},
+      {&Generator::softmax, 5}, {&Generator::layerNorm, 4}, {&Generator::matmul, 7},
+      {&Generator::gemm, 3},    {&Generator::conv, 12},     {&Generator::pool, 6},
+      {&Generator::reshape, 6}, {&Generator::transpose, 5}, {&Generator::slice, 5},
+      {&Generator::concat, 4},  {&Generator::flatten, 3}};
   int totalWeight = 0;
   for (const Choice &c : choices) totalWeight += c.weight;
 

@@ -9,11 +9,13 @@
 // reading values made before it: unary and broadcasting binary elementwise
 // ops, reductions, softmax, layer norm, MatMul/Gemm, Conv (with batch norm,
 // activation and residual epilogues), pooling, Reshape, Transpose, Slice,
-// Concat and Flatten. Every op is chosen so that the graph is valid and
-// numerically well-conditioned (Exp reads bounded values, Div divides by
-// |y|+1, weights are scaled by 1/sqrt(fan-in)), so a difference between two
-// executions is a bug, not rounding. The outputs are the last value and up to
-// two intermediates, so fusion has to keep values that are used twice.
+// Concat and Flatten. Every op is chosen so that the graph is valid and its
+// values stay in a sane range (Exp reads bounded values, Div divides by
+// |y|+1, weights are scaled by 1/sqrt(fan-in)). Some graphs still amplify
+// rounding (a layer norm of nearly constant rows); the perturbed twins of
+// RandomGraphOptions::perturbation let a test measure by how much. The
+// outputs are the last value, up to two intermediates (so fusion has to keep
+// values that are used twice) and, rarely, an input passed through.
 #pragma once
 
 #include "interp/value.h"
@@ -30,11 +32,12 @@ struct RandomGraphOptions {
   int minOps = 3, maxOps = 12; // random ops appended (one op may emit a few nodes)
   int64_t maxInputElements = 2048;
   int64_t maxValueElements = 8192; // ops whose output would be larger are not picked
-  // When > 0: the same graph, except that the output of every op that rounds
-  // is multiplied by 1+d, d uniform in [-perturbation, perturbation] (drawn
-  // from perturbationSeed, so the weights and inputs stay those of the seed).
-  // Running such twins shows how much an output moves when intermediates
-  // round differently: its sensitivity to legitimate rounding differences.
+  // When > 0: the same graph, except that every f32 value (the inputs and
+  // each op's output) is multiplied by 1+d, d uniform in [-perturbation,
+  // perturbation] per element (drawn from perturbationSeed, so the weights
+  // and inputs stay those of the seed). Running such twins shows how much an
+  // output moves when values round differently: its sensitivity to
+  // legitimate differences between implementations.
   double perturbation = 0;
   uint64_t perturbationSeed = 0;
 };
