@@ -234,4 +234,10 @@ Status Graph::sortTopologically() {
   return Status::success();
 }
 
+const Tensor *constantOf(const Value *v) {
+  if (!v || !v->producer() || v->producer()->op() != OpKind::Constant) return nullptr;
+  const Attribute *a = v->producer()->attr("value");
+  return a && a->kind == AttrKind::Tensor && a->t.defined() ? &a->t : nullptr;
+}
+
 } // namespace kiln

@@ -170,6 +170,10 @@ private:
 };
 
 // A whole model: the top-level graph plus what the source file said about it.
+// The tensor of the Constant node that makes `v`, else null (also for a
+// null `v`).
+const Tensor *constantOf(const Value *v);
+
 struct Model {
   std::unique_ptr<Graph> graph = std::make_unique<Graph>();
   std::string producer;                // e.g. "pytorch 2.1"

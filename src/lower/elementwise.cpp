@@ -21,7 +21,8 @@ bool variesAlong(const Shape &in, const Shape &out, int k) {
   return !(d.isStatic() && d.value() == 1);
 }
 
-// Same rank, and no two dims that are known to differ.
+} // namespace
+
 bool compatibleShapes(const Shape &a, const Shape &b) {
   if (!a.rankKnown || !b.rankKnown || a.rank() != b.rank()) return false;
   for (int i = 0; i < a.rank(); ++i) {
@@ -31,8 +32,6 @@ bool compatibleShapes(const Shape &a, const Shape &b) {
   }
   return true;
 }
-
-} // namespace
 
 Status ElementwiseKernel::checkShapes(const std::vector<Shape64> &inputShapes,
                                       const Shape64 &outShape) const {

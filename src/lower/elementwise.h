@@ -78,6 +78,10 @@ private:
   int outRank_ = 0;
 };
 
+// Same rank and no two dims known to differ: unknown dims are speculated
+// equal (the executor checks every run). The shape rule of one group.
+bool compatibleShapes(const Shape &a, const Shape &b);
+
 // Lowers the group; `vectorWidth` is the target's lane count for the
 // group's widest element type. Fails (so the caller falls back to the
 // interpreter) when a node has no scalar expansion or shapes cannot be

@@ -12,12 +12,6 @@ using kir::Opcode;
 using kir::Schedule;
 using Kind = ReductionKernel::Kind;
 
-const Tensor *constantOf(const Value *v) {
-  if (!v || !v->producer() || v->producer()->op() != OpKind::Constant) return nullptr;
-  const Attribute *a = v->producer()->attr("value");
-  return a && a->kind == AttrKind::Tensor ? &a->t : nullptr;
-}
-
 bool isReduceOp(OpKind op) {
   switch (op) {
   case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax: case OpKind::ReduceMin:

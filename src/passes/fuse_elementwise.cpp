@@ -27,16 +27,6 @@
 namespace kiln {
 namespace {
 
-// Same rank and no dims known to differ: unknown dims are speculated equal
-// (the executor checks every run and falls back to the interpreter).
-bool compatibleShapes(const Shape &a, const Shape &b) {
-  if (!a.rankKnown || !b.rankKnown || a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (!a.dims[i].isUnknown() && !b.dims[i].isUnknown() && !(a.dims[i] == b.dims[i]))
-      return false;
-  return true;
-}
-
 bool isFusible(const Node &n) {
   if (!lower::canLowerElementwise(n)) return false;
   lower::ElementwiseGroup g;
@@ -62,7 +52,7 @@ bool fuseGraph(Graph &graph) {
     for (const Value *v : n->inputs()) {
       if (!v || !v->producer() || !groupOf.count(v->producer())) continue;
       const int g = groupOf[v->producer()];
-      if (!compatibleShapes(groups[g].front()->output(0)->type().shape(), shape)) continue;
+      if (!lower::compatibleShapes(groups[g].front()->output(0)->type().shape(), shape)) continue;
       const int first = position[groups[g].front()];
       bool acyclic = true;
       for (const Value *u : n->inputs()) {

@@ -39,7 +39,7 @@ bool sameStaticShape(const Shape &a, const Shape &b) {
 // A constant that broadcasts along v's channel dim only (conv: dim 1,
 // matmul: the last dim), or a scalar.
 bool isChannelConstant(const Value *c, const Value *v, bool conv) {
-  const Tensor *t = fusion::constantOf(c);
+  const Tensor *t = constantOf(c);
   if (!t || t->dtype() != DType::F32) return false;
   if (t->numel() == 1) return true;
   const Shape &s = v->type().shape();
@@ -62,8 +62,8 @@ bool isActivation(const Node &n) {
   case OpKind::HardSigmoid: case OpKind::HardSwish:
     return true;
   case OpKind::Clip:
-    return (!n.input(1) || fusion::constantOf(n.input(1))) &&
-           (!n.input(2) || fusion::constantOf(n.input(2)));
+    return (!n.input(1) || constantOf(n.input(1))) &&
+           (!n.input(2) || constantOf(n.input(2)));
   default:
     return false;
   }
@@ -114,12 +114,12 @@ std::vector<Node *> epilogueOf(Value *v, const UseInfo &uses, bool conv) {
 bool isFusableProducer(const Node &n) {
   if (n.op() == OpKind::Conv) {
     const Value *x = n.input(0);
-    return isF32(x) && isF32(n.output(0)) && fusion::constantOf(n.input(1)) &&
-           (!n.input(2) || fusion::constantOf(n.input(2))) && x->type().shape().rankKnown &&
+    return isF32(x) && isF32(n.output(0)) && constantOf(n.input(1)) &&
+           (!n.input(2) || constantOf(n.input(2))) && x->type().shape().rankKnown &&
            (x->type().shape().rank() == 3 || x->type().shape().rank() == 4);
   }
   if (n.op() == OpKind::MatMul) {
-    const Tensor *w = fusion::constantOf(n.input(1));
+    const Tensor *w = constantOf(n.input(1));
     return isF32(n.input(0)) && w && w->rank() == 2 && w->dtype() == DType::F32;
   }
   return false;

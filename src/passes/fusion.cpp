@@ -31,12 +31,6 @@ bool UseInfo::hasSingleUse(const Value *v) const {
   return !escapes(v) && users(v).size() == 1;
 }
 
-const Tensor *constantOf(const Value *v) {
-  if (!v || !v->producer() || v->producer()->op() != OpKind::Constant) return nullptr;
-  const Attribute *a = v->producer()->attr("value");
-  return a && a->kind == AttrKind::Tensor ? &a->t : nullptr;
-}
-
 namespace {
 
 // Names already used anywhere in the model, so region values get fresh

@@ -28,9 +28,6 @@ private:
   std::vector<Node *> none_;
 };
 
-// The constant a value holds when a Constant node makes it, else null.
-const Tensor *constantOf(const Value *v);
-
 // Replaces `nodes` (in topological order, all in `graph`, none with
 // regions) by one Fused node of the given kind. Its inputs are the values
 // the group reads from outside (first use order), its outputs the values

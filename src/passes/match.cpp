@@ -5,13 +5,6 @@
 
 namespace kiln {
 
-const Tensor *constantOf(const Value *v) {
-  Node *p = producedBy(v, OpKind::Constant);
-  if (!p) return nullptr;
-  const Tensor &t = p->getTensor("value");
-  return t.defined() ? &t : nullptr;
-}
-
 std::optional<double> scalarOf(const Value *v) {
   const Tensor *t = constantOf(v);
   if (!t || t->numel() != 1 || !isNumeric(t->dtype())) return std::nullopt;

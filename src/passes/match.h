@@ -13,8 +13,6 @@
 
 namespace kiln {
 
-// The tensor of the Constant node that makes `v`, else null.
-const Tensor *constantOf(const Value *v);
 // The single element of a constant with one element, as a double.
 std::optional<double> scalarOf(const Value *v);
 // Every element of an integer constant, else nullopt.

@@ -210,30 +210,31 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
 bool ProgramBuilder::tryPrecompute(Scope &scope, const Node &node) {
   if (!node.regions().empty() || !isDeterministic(node.op()) || node.op() == OpKind::Fused)
     return false;
-  std::unordered_map<int, const RtValue *> constantSlots;
-  for (const auto &[slot, value] : scope.program->constants) constantSlots[slot] = &value;
-  Frame frame;
-  frame.slots.resize(scope.program->numSlots + node.numOutputs());
+  // Slots first: reading an outer constant declares it here (slotOf).
   std::vector<int> in;
   for (const Value *v : node.inputs()) {
     if (!v) {
       in.push_back(-1);
       continue;
     }
-    auto slot = slotOf(scope, v); // captures (or re-declares) outer values
+    auto slot = slotOf(scope, v);
     if (!slot.ok()) return false;
-    if (constantSlots.empty() || !constantSlots.count(*slot)) {
-      constantSlots.clear();
-      for (const auto &[s, value] : scope.program->constants) constantSlots[s] = &value;
-      if (!constantSlots.count(*slot)) return false;
-    }
-    if (static_cast<int>(frame.slots.size()) <= *slot) frame.slots.resize(*slot + 1);
-    frame.slots[*slot] = *constantSlots[*slot];
     in.push_back(*slot);
   }
   if (in.empty()) return false;
-  std::vector<int> out;
+  Frame frame;
   frame.slots.resize(scope.program->numSlots + node.numOutputs());
+  int found = 0;
+  for (const auto &[slot, value] : scope.program->constants)
+    if (std::find(in.begin(), in.end(), slot) != in.end()) {
+      frame.slots[slot] = value;
+      ++found;
+    }
+  int needed = 0;
+  for (size_t i = 0; i < in.size(); ++i)
+    needed += in[i] >= 0 && std::find(in.begin(), in.begin() + i, in[i]) == in.begin() + i;
+  if (found != needed) return false; // some input is not a constant
+  std::vector<int> out;
   for (int i = 0; i < node.numOutputs(); ++i) out.push_back(scope.program->numSlots + i);
   InterpStep step(node, in, out, {});
   ExecContext ctx{nullptr, &precomputeInterpreter_, nullptr};

@@ -23,8 +23,8 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   const Value *wv = node.op() == OpKind::Fused ? node.input(1) : conv->input(1);
   const Value *bv = conv->input(2) ? (node.op() == OpKind::Fused ? node.input(2) : conv->input(2))
                                    : nullptr;
-  const Tensor *w = fusion::constantOf(wv);
-  const Tensor *b = bv ? fusion::constantOf(bv) : nullptr;
+  const Tensor *w = constantOf(wv);
+  const Tensor *b = bv ? constantOf(bv) : nullptr;
   if (!w || w->dtype() != DType::F32 || (bv && (!b || b->dtype() != DType::F32)))
     return Error{"conv needs constant f32 weights"};
   if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D convs"};
@@ -73,7 +73,10 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
     KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, cs.K, /*rowChannels=*/true));
   }
   s->packed_ = kernels::PackedConv::pack(cs, w->data<float>(), b ? b->data<float>() : nullptr);
-  if (cs.groups == 1) {
+  // Only 1-D convs get the small-output path: that is where a handful of
+  // output pixels occurs (framing convs); packing it for every 2-D conv
+  // would double their weights and their load time for nothing.
+  if (cs.groups == 1 && s->oneD_) {
     const int64_t taps = cs.C * cs.R * cs.S;
     s->transposedWeights_ =
         kernels::PackedB::pack(/*transB=*/true, taps, cs.K, w->data<float>(), taps);

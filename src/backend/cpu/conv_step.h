@@ -38,7 +38,7 @@ private:
   kernels::ConvShape shape_; // weight-side fields; N, H, W set per run
   kernels::PackedConv packed_;
   EpiloguePlan plan_;
-  std::optional<kernels::PackedB> transposedWeights_; // groups == 1 only
+  std::optional<kernels::PackedB> transposedWeights_; // 1-D, groups == 1 only
   std::vector<float> bias_;
 };
 

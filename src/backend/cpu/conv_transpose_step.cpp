@@ -23,9 +23,9 @@ Expected<std::unique_ptr<ConvTransposeStep>>
 ConvTransposeStep::create(const Node &node, std::vector<int> inputSlots, int outputSlot) {
   if (node.op() != OpKind::ConvTranspose) return Error{"not a conv transpose"};
   std::unique_ptr<ConvTransposeStep> s(new ConvTransposeStep());
-  const Tensor *w = fusion::constantOf(node.input(1));
+  const Tensor *w = constantOf(node.input(1));
   const Value *bv = node.input(2);
-  const Tensor *b = bv ? fusion::constantOf(bv) : nullptr;
+  const Tensor *b = bv ? constantOf(bv) : nullptr;
   if (!w || w->dtype() != DType::F32 || (bv && (!b || b->dtype() != DType::F32)))
     return Error{"conv transpose needs constant f32 weights"};
   if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D conv transposes"};

@@ -24,7 +24,7 @@ public:
 private:
   const Tensor *constant(const Value *v) const {
     auto it = inputIndex_.find(v);
-    return it == inputIndex_.end() ? nullptr : fusion::constantOf(fused_.input(it->second));
+    return it == inputIndex_.end() ? nullptr : constantOf(fused_.input(it->second));
   }
   Expected<float> scalar(const Value *v, float absent) const {
     if (!v) return absent;

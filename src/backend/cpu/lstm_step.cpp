@@ -25,7 +25,7 @@ constexpr size_t kEvalBytes = size_t(64) << 20;
 // interpreter's kernels; nothing otherwise.
 std::optional<Tensor> compileTimeValue(const Value *v, int &budget) {
   if (!v) return std::nullopt;
-  if (const Tensor *t = fusion::constantOf(v)) return *t;
+  if (const Tensor *t = constantOf(v)) return *t;
   const Node *p = v->producer();
   if (!p || --budget < 0 || !p->regions().empty() || !isDeterministic(p->op())) return std::nullopt;
   KernelFn kernel = kernelTable().find(p->op());

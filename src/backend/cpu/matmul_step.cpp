@@ -12,7 +12,7 @@ Expected<std::unique_ptr<MatMulStep>> MatMulStep::create(const Node &node,
   s->label_ = "matmul " + node.describe();
   s->in_ = std::move(inputSlots);
   s->out_ = outputSlot;
-  const Tensor *w = fusion::constantOf(node.input(1));
+  const Tensor *w = constantOf(node.input(1));
   if (node.op() == OpKind::Fused) {
     if (!w || w->rank() != 2) return Error{"fused matmul needs constant 2-D weights"};
     KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, w->dim(1), /*rowChannels=*/false));
