@@ -2,9 +2,10 @@
 # Builds the libFuzzer targets with clang (ASan + UBSan), replays the
 # checked-in regression inputs (every crash found so far), then runs each
 # fuzzer for FUZZ_SECONDS (default 60) on a seed corpus: the ONNX node-test
-# models for the importer, tests/lit/ir/*.kir for the IR parser and
-# tests/lit/kernel/*.kir for the Kernel IR parser. Exit status
-# is non-zero on any crash.
+# models for the importer, tests/lit/ir/*.kir for the IR parser,
+# tests/lit/kernel/*.kir for the Kernel IR parser and the checked-in .kiln
+# files under fuzz/regressions/artifact_loader for the artifact loader. Exit
+# status is non-zero on any crash.
 #   scripts/fuzz.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ export CCACHE_BASEDIR="$PWD"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DKILN_BUILD_FUZZERS=ON -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" -j2 onnx_import_fuzzer ir_parser_fuzzer kernel_ir_parser_fuzzer
+ninja -C "$build" -j2 onnx_import_fuzzer ir_parser_fuzzer kernel_ir_parser_fuzzer artifact_loader_fuzzer
 
 seeds="$build/fuzz-seeds"
 if [ ! -d "$seeds/onnx_import" ]; then
@@ -28,6 +29,8 @@ fi
 cp tests/lit/ir/*.kir "$seeds/ir_parser/"
 mkdir -p "$seeds/kernel_ir_parser"
 cp tests/lit/kernel/*.kir "$seeds/kernel_ir_parser/"
+mkdir -p "$seeds/artifact_loader"
+cp fuzz/regressions/artifact_loader/* "$seeds/artifact_loader/"
 
 # fuzz NAME: replay regressions, then explore for $seconds.
 fuzz() {
@@ -45,4 +48,5 @@ fuzz() {
 fuzz onnx_import
 fuzz ir_parser
 fuzz kernel_ir_parser
+fuzz artifact_loader
 echo "fuzz: no crashes"

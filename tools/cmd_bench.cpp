@@ -4,6 +4,7 @@
 // bench/compare_ort.py drives it side by side with ONNX Runtime.
 #include "cli.h"
 #include "commands.h"
+#include "artifact_engine.h"
 #include "engine.h"
 #include "inputs.h"
 
@@ -109,17 +110,22 @@ int benchCommand(const std::vector<std::string> &argv) {
   if (!spec.ok()) return fail("bench", spec.error());
 
   // Import: file -> verified IR.
+  // For an artifact, "import" is loading it and there is no compile step.
   auto t0 = Clock::now();
-  auto model = loadModel(path);
+  const bool artifact = isArtifactFile(path);
+  Expected<Model> model = artifact ? Expected<Model>(Model{}) : loadModel(path);
   if (!model.ok()) return fail("bench", model.error());
+  Expected<std::unique_ptr<Engine>> engine = makeError("not built");
+  if (artifact) engine = openArtifactEngine(path, targetOptions->threads);
   double importMs = msSince(t0);
-  auto inputs = prepareInputs(*model->graph, *spec);
+  if (artifact && !engine.ok()) return fail("bench", engine.error());
+  auto inputs = prepareInputs(artifact ? (*engine)->graph() : *model->graph, *spec);
   if (!inputs.ok()) return fail("bench", inputs.error());
 
   // Compile: whatever the target does before the first run (passes,
   // lowering, code generation and linking for cpu; nothing for interp).
   t0 = Clock::now();
-  auto engine = makeEngine(std::move(*model), *targetOptions);
+  if (!artifact) engine = makeEngine(std::move(*model), *targetOptions);
   if (!engine.ok()) return fail("bench", engine.error());
   double compileMs = msSince(t0);
 

@@ -3,6 +3,7 @@
 // fallbacks, compile times) and its peak activation memory.
 #include "cli.h"
 #include "commands.h"
+#include "artifact_engine.h"
 #include "engine.h"
 #include "inputs.h"
 
@@ -75,6 +76,12 @@ int inspectCommand(const std::vector<std::string> &argv) {
   }
   if (args->positional().size() != 1) return fail("inspect", Error{"expects one MODEL argument"});
   const std::string &path = args->positional()[0];
+  if (isArtifactFile(path)) {
+    auto engine = openArtifactEngine(path, 1);
+    if (!engine.ok()) return fail("inspect", engine.error());
+    std::cout << "artifact: " << path << "\n" << (*engine)->summary();
+    return 0;
+  }
   auto model = loadModel(path);
   if (!model.ok()) return fail("inspect", model.error());
   printModel(path, *model);

@@ -54,13 +54,11 @@ int runCommand(const std::vector<std::string> &argv) {
 
   auto spec = inputSpecFrom(*args);
   if (!spec.ok()) return fail("run", spec.error());
-  auto model = loadModel(args->positional()[0]);
-  if (!model.ok()) return fail("run", model.error());
-  auto inputs = prepareInputs(*model->graph, *spec);
-  if (!inputs.ok()) return fail("run", inputs.error());
-  auto engine = makeEngine(std::move(*model), *target);
+  auto engine = openEngine(args->positional()[0], *target);
   if (!engine.ok()) return fail("run", engine.error());
   const Graph &graph = (*engine)->graph();
+  auto inputs = prepareInputs(graph, *spec);
+  if (!inputs.ok()) return fail("run", inputs.error());
   auto outputs = (*engine)->run(std::move(*inputs));
   if (!outputs.ok()) return fail("run", outputs.error());
 

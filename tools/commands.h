@@ -12,5 +12,7 @@ int inspectCommand(const std::vector<std::string> &args);     // kiln inspect
 int optCommand(const std::vector<std::string> &args);         // kiln opt
 int conformanceCommand(const std::vector<std::string> &args); // kiln conformance
 int benchCommand(const std::vector<std::string> &args);       // kiln bench
+int compileCommand(const std::vector<std::string> &args);     // kiln compile
+int verifyCommand(const std::vector<std::string> &args);      // kiln verify
 
 } // namespace kiln::cli

@@ -1,5 +1,7 @@
 #include "engine.h"
 
+#include "artifact_engine.h"
+
 #include "backend/cpu/compiler.h"
 #include "interp/interpreter.h"
 
@@ -89,6 +91,12 @@ Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &o
   co.dumpDir = options.dumpDir;
   KILN_ASSIGN_OR_RETURN(auto compiled, cpu::CompiledModel::compile(std::move(model), co));
   return std::unique_ptr<Engine>(new CpuEngine(std::move(compiled)));
+}
+
+Expected<std::unique_ptr<Engine>> openEngine(const std::string &path, const TargetOptions &options) {
+  if (isArtifactFile(path)) return openArtifactEngine(path, options.threads);
+  KILN_ASSIGN_OR_RETURN(Model model, loadModel(path));
+  return makeEngine(std::move(model), options);
 }
 
 } // namespace kiln::cli

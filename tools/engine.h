@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-#include "interp/value.h"
+#include "support/value.h"
 #include "ir/graph.h"
 #include "support/status.h"
 
@@ -48,5 +48,9 @@ public:
 };
 
 Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &options);
+
+// An engine for a model file or a `.kiln` artifact (run by the runtime
+// library; the target flags other than --threads do not apply to it).
+Expected<std::unique_ptr<Engine>> openEngine(const std::string &path, const TargetOptions &options);
 
 } // namespace kiln::cli

@@ -3,7 +3,7 @@
 // from --dim (default 1). Shared by `kiln run` and (later) `kiln verify`.
 #pragma once
 
-#include "interp/value.h"
+#include "support/value.h"
 #include "ir/graph.h"
 #include "support/status.h"
 

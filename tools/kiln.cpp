@@ -11,11 +11,14 @@ namespace {
 const char *kUsage = R"(usage: kiln <command> [options]
 
 kiln compiles and runs ML models. Commands:
-  run          run a model on given or random inputs and print its outputs
+  compile      compile a model to a .kiln artifact (code, program, weights)
+  run          run a model or artifact on given or random inputs, print its outputs
   inspect      show a model's inputs, outputs, ops, opsets and parameters
   opt          parse a .kir file, run passes, print it
   conformance  run ONNX backend test cases and compare with their outputs
   bench        time a model's runs (median/min/mean/p90 latency)
+  verify       compare the compiled model with a golden reference, find the
+               first diverging layer
 
 Run `kiln <command> --help` for a command's options.
 )";
@@ -29,10 +32,12 @@ int dispatch(std::vector<std::string> args) {
   args.erase(args.begin());
   using namespace kiln::cli;
   if (cmd == "run") return runCommand(args);
+  if (cmd == "compile") return compileCommand(args);
   if (cmd == "inspect") return inspectCommand(args);
   if (cmd == "opt") return optCommand(args);
   if (cmd == "conformance") return conformanceCommand(args);
   if (cmd == "bench") return benchCommand(args);
+  if (cmd == "verify") return verifyCommand(args);
   std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
   return 1;
 }

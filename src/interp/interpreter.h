@@ -5,7 +5,7 @@
 #pragma once
 
 #include "interp/kernel.h"
-#include "interp/value.h"
+#include "support/value.h"
 #include "ir/graph.h"
 #include "support/status.h"
 

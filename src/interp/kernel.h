@@ -7,7 +7,7 @@
 // a register*Kernels(KernelTable&) function listed in kernel_registry.cpp.
 #pragma once
 
-#include "interp/value.h"
+#include "support/value.h"
 #include "ir/graph.h"
 #include "support/status.h"
 

@@ -33,84 +33,6 @@ bool compatibleShapes(const Shape &a, const Shape &b) {
   return true;
 }
 
-Status ElementwiseKernel::checkShapes(const std::vector<Shape64> &inputShapes,
-                                      const Shape64 &outShape) const {
-  if (static_cast<int>(outShape.size()) != outRank_)
-    return makeError("kernel '", kernel.name, "': output rank ", outShape.size(), ", compiled for ",
-                     outRank_);
-  for (size_t j = 0; j < inputShapes.size(); ++j) {
-    const Shape64 &in = inputShapes[j];
-    const int offset = outRank_ - static_cast<int>(in.size());
-    if (offset < 0)
-      return makeError("kernel '", kernel.name, "': input ", j, " has rank ", in.size(),
-                       " > output rank ", outRank_);
-    for (size_t loop = 0; loop < loopDims_.size(); ++loop)
-      for (int k : loopDims_[loop]) {
-        const int64_t d = k < offset ? 1 : in[k - offset];
-        const int64_t want = full_[j][loop] ? outShape[k] : 1;
-        if (d != want)
-          return makeError("kernel '", kernel.name, "': input ", j, " has shape ",
-                           shapeToString(in), ", which does not broadcast to ",
-                           shapeToString(outShape), " as compiled");
-      }
-  }
-  return Status::success();
-}
-
-bool ElementwiseKernel::shapesHold(const std::vector<Shape64> &inputShapes,
-                                   const Shape64 &outShape) const {
-  std::vector<Shape64> values(inputShapes);
-  for (const std::vector<int> &operands : nodeOperands_) {
-    // Elementwise ops broadcast all their inputs (numpy rules).
-    size_t rank = 0;
-    for (int v : operands) rank = std::max(rank, values[v].size());
-    Shape64 shape(rank, 1);
-    for (int v : operands) {
-      const Shape64 &s = values[v];
-      for (size_t i = 0; i < s.size(); ++i) {
-        int64_t &d = shape[rank - s.size() + i];
-        if (s[i] == d || s[i] == 1) continue;
-        if (d != 1) return false;
-        d = s[i];
-      }
-    }
-    values.push_back(std::move(shape));
-  }
-  for (int v : outputValues_)
-    if (values[v] != outShape) return false;
-  return checkShapes(inputShapes, outShape).ok();
-}
-
-std::vector<int64_t> ElementwiseKernel::loopExtents(const Shape64 &outShape) const {
-  std::vector<int64_t> extents;
-  for (const std::vector<int> &dims : loopDims_) {
-    int64_t e = 1;
-    for (int k : dims) e *= outShape[k];
-    extents.push_back(e);
-  }
-  return extents;
-}
-
-std::vector<int64_t> ElementwiseKernel::params(const std::vector<int64_t> &extents) const {
-  std::vector<int64_t> p(extents);
-  const size_t nl = extents.size();
-  for (const std::vector<bool> &full : kernelFull_)
-    for (size_t k = 0; k + 1 < nl; ++k) {
-      if (!full[k]) continue;
-      int64_t stride = 1;
-      for (size_t m = k + 1; m < nl; ++m)
-        if (full[m]) stride *= extents[m];
-      p.push_back(stride);
-    }
-  for (size_t o = 0; o < numOutputs_; ++o)
-    for (size_t k = 0; k + 1 < nl; ++k) {
-      int64_t stride = 1;
-      for (size_t m = k + 1; m < nl; ++m) stride *= extents[m];
-      p.push_back(stride);
-    }
-  return p;
-}
-
 Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, const std::string &name,
                                              int vectorWidth) {
   if (group.outputs.empty()) return makeError("elementwise group without outputs");
@@ -123,8 +45,8 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
       return makeError(n->describe(), ": no elementwise lowering");
 
   ElementwiseKernel ek;
-  ek.outRank_ = out.rank();
-  ek.numOutputs_ = group.outputs.size();
+  ek.launch.outRank = out.rank();
+  ek.launch.numOutputs = group.outputs.size();
 
   // Steps 1-2: classify, drop static-1 dims, merge equal patterns.
   std::vector<std::vector<bool>> pattern(group.inputs.size());
@@ -139,24 +61,24 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
       return makeError("input '", group.inputs[j]->name(), "' cannot broadcast statically");
     for (int k : kept) pattern[j].push_back(variesAlong(t.shape(), out, k));
   }
-  ek.full_.assign(group.inputs.size(), {});
+  ek.launch.full.assign(group.inputs.size(), {});
   for (size_t i = 0; i < kept.size(); ++i) {
-    bool merge = !ek.loopDims_.empty();
+    bool merge = !ek.launch.loopDims.empty();
     for (size_t j = 0; merge && j < group.inputs.size(); ++j)
       merge = pattern[j][i] == pattern[j][i - 1];
     if (merge) {
-      ek.loopDims_.back().push_back(kept[i]);
+      ek.launch.loopDims.back().push_back(kept[i]);
     } else {
-      ek.loopDims_.push_back({kept[i]});
-      for (size_t j = 0; j < group.inputs.size(); ++j) ek.full_[j].push_back(pattern[j][i]);
+      ek.launch.loopDims.push_back({kept[i]});
+      for (size_t j = 0; j < group.inputs.size(); ++j) ek.launch.full[j].push_back(pattern[j][i]);
     }
   }
-  if (ek.loopDims_.empty()) { // a scalar output: one loop of extent 1
-    ek.loopDims_.push_back({});
-    for (auto &f : ek.full_) f.push_back(false);
+  if (ek.launch.loopDims.empty()) { // a scalar output: one loop of extent 1
+    ek.launch.loopDims.push_back({});
+    for (auto &f : ek.launch.full) f.push_back(false);
   }
-  for (const auto &f : ek.full_)
-    ek.kernelFull_.push_back(ek.flat() ? std::vector<bool>{f[0], f[0]} : f);
+  for (const auto &f : ek.launch.full)
+    ek.launch.kernelFull.push_back(ek.launch.flat() ? std::vector<bool>{f[0], f[0]} : f);
 
   // Step 3: buffers, params, loops.
   kir::KernelBuilder b(name);
@@ -164,14 +86,14 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
     b.addBuffer("in" + std::to_string(j), group.inputs[j]->type().dtype(), false);
   for (size_t o = 0; o < group.outputs.size(); ++o)
     b.addBuffer("out" + std::to_string(o), group.outputs[o]->type().dtype(), true);
-  const size_t nl = ek.flat() ? 2 : ek.loopDims_.size();
+  const size_t nl = ek.launch.flat() ? 2 : ek.launch.loopDims.size();
   std::vector<int> extentParams;
   for (size_t k = 0; k < nl; ++k) extentParams.push_back(b.addParam("n" + std::to_string(k)));
   std::vector<std::vector<int>> strideParams(group.inputs.size() + group.outputs.size(),
                                              std::vector<int>(nl, -1));
   for (size_t j = 0; j < group.inputs.size(); ++j)
     for (size_t k = 0; k + 1 < nl; ++k)
-      if (ek.kernelFull_[j][k])
+      if (ek.launch.kernelFull[j][k])
         strideParams[j][k] = b.addParam("s" + std::to_string(j) + "_" + std::to_string(k));
   for (size_t o = 0; o < group.outputs.size(); ++o)
     for (size_t k = 0; k + 1 < nl; ++k)
@@ -205,18 +127,18 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
         return makeError(n->describe(), ": input '", v->name(), "' is not in the group");
       operands.push_back(it->second);
     }
-    ek.nodeOperands_.push_back(std::move(operands));
+    ek.launch.nodeOperands.push_back(std::move(operands));
     const int index = static_cast<int>(valueIndex.size());
     valueIndex[n->output(0)] = index;
   }
   for (const Value *o : group.outputs) {
     auto it = valueIndex.find(o);
     if (it == valueIndex.end()) return makeError("group output '", o->name(), "' is not computed");
-    ek.outputValues_.push_back(it->second);
+    ek.launch.outputValues.push_back(it->second);
   }
   std::unordered_map<const Value *, int> ssa;
   for (size_t j = 0; j < group.inputs.size(); ++j)
-    ssa[group.inputs[j]] = b.load(static_cast<int>(j), indexOf(j, ek.kernelFull_[j][nl - 1]));
+    ssa[group.inputs[j]] = b.load(static_cast<int>(j), indexOf(j, ek.launch.kernelFull[j][nl - 1]));
   for (const Node *n : group.nodes) {
     std::vector<int> operands;
     for (const Value *v : n->inputs()) {
@@ -241,6 +163,7 @@ Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &group, cons
   }
   for (size_t k = 0; k < nl; ++k) b.endLoop();
   ek.kernel = b.finish();
+  ek.launch.symbol = ek.kernel.name;
   return ek;
 }
 

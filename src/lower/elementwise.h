@@ -27,6 +27,7 @@
 
 #include "ir/graph.h"
 #include "kernel/kernel_ir.h"
+#include "runtime/cpu/launch.h"
 #include "support/status.h"
 #include "support/tensor.h"
 
@@ -41,41 +42,11 @@ struct ElementwiseGroup {
   std::vector<const Value *> outputs; // kernel buffers n.., same shape
 };
 
-class ElementwiseKernel {
-public:
+// The Kernel IR and the launch recipe (runtime/cpu/launch.h) the executor
+// keeps; launch.symbol is the kernel's name.
+struct ElementwiseKernel {
   kir::Kernel kernel;
-
-  // Checks one run's concrete shapes against what the kernel was built for
-  // (full inputs match the output dim, broadcast ones are 1), so a symbol
-  // bound inconsistently is an error, not a wrong answer.
-  Status checkShapes(const std::vector<Shape64> &inputShapes, const Shape64 &outShape) const;
-  // The full check of one run: propagates the concrete input shapes through
-  // the group's nodes, and holds when every group output has the iteration
-  // shape `outShape` (the broadcast of all inputs) and checkShapes passes.
-  bool shapesHold(const std::vector<Shape64> &inputShapes, const Shape64 &outShape) const;
-  // Extents of the merged loops (step 2 of the header) for an output shape.
-  std::vector<int64_t> loopExtents(const Shape64 &outShape) const;
-  // One merged loop: the kernel itself is [blocks, block] (step 3).
-  bool flat() const { return loopDims_.size() == 1; }
-  // Whether input i advances along the flat loop (else it is a scalar).
-  bool inputIsFull(size_t i) const { return full_[i][0]; }
-  // All size parameters, given the extents of the kernel's loops (for a flat
-  // kernel: {blocks, block}).
-  std::vector<int64_t> params(const std::vector<int64_t> &kernelExtents) const;
-
-private:
-  friend Expected<ElementwiseKernel> lowerElementwise(const ElementwiseGroup &, const std::string &,
-                                                      int);
-  std::vector<std::vector<int>> loopDims_; // per merged loop: the output dims in it
-  std::vector<std::vector<bool>> full_;    // per input, per merged loop
-  std::vector<std::vector<bool>> kernelFull_; // per input, per kernel loop
-  size_t numOutputs_ = 0;
-  // The group as a shape program: node i reads values nodeOperands_[i]
-  // (group inputs are values 0..n-1, node i's result is value n+i);
-  // outputValues_ are the values stored.
-  std::vector<std::vector<int>> nodeOperands_;
-  std::vector<int> outputValues_;
-  int outRank_ = 0;
+  cpu::ElementwiseLaunch launch;
 };
 
 // Same rank and no two dims known to differ: unknown dims are speculated

@@ -10,7 +10,7 @@ namespace {
 using kir::Affine;
 using kir::Opcode;
 using kir::Schedule;
-using Kind = ReductionKernel::Kind;
+using Kind = cpu::ReductionLaunch::Kind;
 
 bool isReduceOp(OpKind op) {
   switch (op) {
@@ -294,50 +294,30 @@ bool canLowerReduction(const Node &n) {
   return reducedAxes(n, n.input(0)->type().shape().rank(), begin, end);
 }
 
-Status ReductionKernel::view(const Shape64 &in, int64_t &outer, int64_t &red, int64_t &inner,
-                             Shape64 &outShape) const {
-  if (static_cast<int>(in.size()) != rank_)
-    return makeError("kernel '", kernel.name, "': input rank ", in.size(), ", compiled for ", rank_);
-  outer = red = inner = 1;
-  for (int i = 0; i < rank_; ++i)
-    (i < axisBegin_ ? outer : i < axisEnd_ ? red : inner) *= in[i];
-  outShape = in;
-  if (kind == Kind::Reduce) {
-    if (keepdims_) {
-      for (int i = axisBegin_; i < axisEnd_; ++i) outShape[i] = 1;
-    } else {
-      outShape.erase(outShape.begin() + axisBegin_, outShape.begin() + axisEnd_);
-    }
-  }
-  if (!columns && inner != 1)
-    return makeError("kernel '", kernel.name, "': compiled for a unit inner size, got ", inner);
-  return Status::success();
-}
-
 Expected<ReductionKernel> lowerReduction(const Node &n, const std::string &name, int vectorWidth) {
   if (!canLowerReduction(n)) return makeError(n.describe(), ": no reduction lowering");
   ReductionKernel rk;
   const Shape &shape = n.input(0)->type().shape();
-  rk.rank_ = shape.rank();
-  reducedAxes(n, rk.rank_, rk.axisBegin_, rk.axisEnd_);
-  rk.kind = kindOf(n.op());
-  rk.keepdims_ = rk.kind != Kind::Reduce || n.getInt("keepdims") != 0;
+  rk.launch.rank = shape.rank();
+  reducedAxes(n, rk.launch.rank, rk.launch.axisBegin, rk.launch.axisEnd);
+  rk.launch.kind = kindOf(n.op());
+  rk.launch.keepdims = rk.launch.kind != Kind::Reduce || n.getInt("keepdims") != 0;
   // Rows when every dim after the reduced ones is statically 1.
-  rk.columns = false;
-  for (int i = rk.axisEnd_; i < rk.rank_; ++i)
-    if (!shape.dims[i].isStatic() || shape.dims[i].value() != 1) rk.columns = true;
-  if (rk.kind == Kind::LayerNorm) rk.columns = false; // reduces the trailing axes: inner = 1
+  rk.launch.columns = false;
+  for (int i = rk.launch.axisEnd; i < rk.launch.rank; ++i)
+    if (!shape.dims[i].isStatic() || shape.dims[i].value() != 1) rk.launch.columns = true;
+  if (rk.launch.kind == Kind::LayerNorm) rk.launch.columns = false; // reduces the trailing axes: inner = 1
 
   kir::KernelBuilder b(name);
-  Emitter e(n, b, vectorWidth, rk.columns);
+  Emitter e(n, b, vectorWidth, rk.launch.columns);
   e.in = b.addBuffer("x", DType::F32, false);
   e.out = b.addBuffer("y", DType::F32, true);
   e.scale = b.addBuffer("scale", DType::F32, false);
-  if (rk.numScratch() == 2) {
+  if (rk.launch.numScratch() == 2) {
     e.scratchMax = b.addBuffer("rowmax", DType::F32, true);
     e.scratchSum = b.addBuffer("rowsum", DType::F32, true);
   }
-  if (rk.kind == Kind::LayerNorm) {
+  if (rk.launch.kind == Kind::LayerNorm) {
     e.gamma = b.addBuffer("gamma", DType::F32, false);
     if (n.input(2)) e.beta = b.addBuffer("beta", DType::F32, false);
   }
@@ -347,6 +327,7 @@ Expected<ReductionKernel> lowerReduction(const Node &n, const std::string &name,
   e.pRowStride_ = b.addParam("rowstride"); // red * inner
   e.emit();
   rk.kernel = b.finish();
+  rk.launch.symbol = rk.kernel.name;
   return rk;
 }
 

@@ -17,33 +17,18 @@
 #include "ir/graph.h"
 #include "kernel/kernel_ir.h"
 #include "support/status.h"
+#include "runtime/cpu/launch.h"
 #include "support/tensor.h"
 
 #include <string>
 
 namespace kiln::lower {
 
-class ReductionKernel {
-public:
+// The Kernel IR and the launch recipe (runtime/cpu/launch.h) the executor
+// keeps; launch.symbol is the kernel's name.
+struct ReductionKernel {
   kir::Kernel kernel;
-
-  enum class Kind { Reduce, Softmax, LogSoftmax, LayerNorm };
-  Kind kind = Kind::Reduce;
-  bool columns = false; // the columns loop shape (see the header)
-
-  // The [outer, red, inner] view of an input shape, and the output shape;
-  // an error when the run-time rank differs from the compiled one.
-  Status view(const Shape64 &in, int64_t &outer, int64_t &red, int64_t &inner,
-              Shape64 &outShape) const;
-  // Buffers after the input and output, in kernel order: the f32 scale
-  // (1/red, always present), scratch rows (columns softmax: two buffers of
-  // outer*inner f32), and for LayerNorm the node's scale and bias inputs.
-  int numScratch() const { return kind == Kind::Reduce || !columns ? 0 : 2; }
-
-private:
-  friend Expected<ReductionKernel> lowerReduction(const Node &, const std::string &, int);
-  int rank_ = 0, axisBegin_ = 0, axisEnd_ = 0; // reduced axes [begin, end)
-  bool keepdims_ = true;
+  cpu::ReductionLaunch launch;
 };
 
 // True for the ops above with f32 data, a known rank and contiguous

@@ -18,7 +18,7 @@
 // values that are used twice) and, rarely, an input passed through.
 #pragma once
 
-#include "interp/value.h"
+#include "support/value.h"
 #include "ir/graph.h"
 #include "support/status.h"
 

@@ -4,7 +4,7 @@
 // must be equal.
 #pragma once
 
-#include "interp/value.h"
+#include "support/value.h"
 
 #include <optional>
 #include <string>

@@ -3,7 +3,7 @@
 // OptionalProto for sequence- and optional-typed values).
 #pragma once
 
-#include "interp/value.h"
+#include "support/value.h"
 #include "ir/type.h"
 #include "support/status.h"
 

@@ -1,23 +1,28 @@
 #include "backend/cpu/compiler.h"
 
-#include "backend/cpu/conv_step.h"
-#include "backend/cpu/conv_transpose_step.h"
-#include "backend/cpu/copy_steps.h"
-#include "backend/cpu/lstm_step.h"
-#include "backend/cpu/matmul_step.h"
-#include "backend/cpu/pool_step.h"
-#include "backend/cpu/steps.h"
+#include "runtime/cpu/conv_step.h"
+#include "runtime/cpu/conv_transpose_step.h"
+#include "runtime/cpu/copy_steps.h"
+#include "runtime/cpu/lstm_step.h"
+#include "runtime/cpu/matmul_step.h"
+#include "runtime/cpu/pool_step.h"
+#include "runtime/cpu/steps.h"
+#include "backend/cpu/interp_step.h"
+#include "runtime/cpu/host_op_step.h"
+#include "runtime/cpu/program_io.h"
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/cpu_target.h"
 #include "kernel/printer.h"
 #include "kernel/verifier.h"
 #include "lower/elementwise.h"
+#include "lower/reduce.h"
 #include "lower/elementwise_ops.h"
 #include "passes/pipeline.h"
 #include "passes/rewrite.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,8 +62,8 @@ std::vector<const Value *> regionFreeValues(const Node &node) {
 // Builds the programs of one model: slots, steps, and the kernels to compile.
 class ProgramBuilder {
 public:
-  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats)
-      : target_(target), stats_(stats) {}
+  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode)
+      : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)) {}
 
   struct Scope {
     const Scope *parent;
@@ -74,7 +79,10 @@ public:
 
 private:
   Expected<int> slotOf(Scope &scope, const Value *v);
+  // Adds the steps of one node (addNodeSteps), marking them for fault
+  // injection when the node is (or fuses) perturbNode_.
   Status addNode(Scope &scope, const Node &node);
+  Status addNodeSteps(Scope &scope, const Node &node);
   bool tryElementwise(Scope &scope, const Node &node);
   bool tryMicrokernel(Scope &scope, const Node &node);
   bool tryReduction(Scope &scope, const Node &node);
@@ -95,6 +103,12 @@ private:
 
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
+  std::string perturbNode_;
+
+public:
+  int perturbedSteps = 0;
+
+private:
   std::unordered_map<std::string, int> kernelIndex_;
   Interpreter precomputeInterpreter_;
 };
@@ -195,8 +209,9 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
   std::vector<int> nodeIn = nodeInputSlots(scope, node);
   auto fallback = std::make_unique<InterpStep>(node, nodeIn, out,
                                                std::vector<std::pair<const Value *, int>>{});
-  auto step = std::make_unique<ElementwiseStep>(label, std::move(*lowered), in, out, outTypes,
-                                                std::move(fallback));
+  lowered->launch.symbol = lowered->kernel.name; // after internKernel's renaming
+  auto step = std::make_unique<ElementwiseStep>(label, std::move(lowered->launch), in, out,
+                                                outTypes, std::move(fallback));
   kernelSteps.emplace_back(step.get(), index);
   scope.program->steps.push_back(std::move(step));
   return true;
@@ -237,7 +252,7 @@ bool ProgramBuilder::tryPrecompute(Scope &scope, const Node &node) {
   std::vector<int> out;
   for (int i = 0; i < node.numOutputs(); ++i) out.push_back(scope.program->numSlots + i);
   InterpStep step(node, in, out, {});
-  ExecContext ctx{nullptr, &precomputeInterpreter_, nullptr};
+  ExecContext ctx{nullptr, &precomputeInterpreter_, nullptr, nullptr};
   if (!step.run(frame, ctx).ok()) return false; // left for run time, which reports it
   for (int i = 0; i < node.numOutputs(); ++i)
     if (const Value *v = node.output(i))
@@ -281,9 +296,11 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
   for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
   auto fallback = std::make_unique<InterpStep>(node, in, out,
                                                std::vector<std::pair<const Value *, int>>{});
+  lowered->launch.symbol = lowered->kernel.name; // after internKernel's renaming
   auto step = std::make_unique<ReductionStep>("kernel " + lowered->kernel.name + " " +
                                                   node.describe(),
-                                              std::move(*lowered), in, out[0], std::move(fallback));
+                                              std::move(lowered->launch), in, out[0],
+                                              std::move(fallback));
   kernelSteps.emplace_back(step.get(), index);
   scope.program->steps.push_back(std::move(step));
   return true;
@@ -352,7 +369,27 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   return true;
 }
 
+// True when `node` is the ONNX node `name` or a Fused node containing it.
+bool computesNode(const Node &node, const std::string &name) {
+  if (node.name() == name) return true;
+  if (node.op() != OpKind::Fused) return false;
+  for (const auto &n : node.getGraph("body")->nodes())
+    if (n->name() == name) return true;
+  return false;
+}
+
 Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
+  const size_t before = scope.program->steps.size();
+  KILN_RETURN_IF_ERROR(addNodeSteps(scope, node));
+  if (!perturbNode_.empty() && computesNode(node, perturbNode_))
+    for (size_t i = before; i < scope.program->steps.size(); ++i) {
+      scope.program->steps[i]->perturbOutputs = true;
+      ++perturbedSteps;
+    }
+  return Status::success();
+}
+
+Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
   if (node.op() == OpKind::Constant && node.output(0)) {
     const Attribute *a = node.attr("value");
     if (a && a->kind == AttrKind::Tensor) {
@@ -372,8 +409,8 @@ Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
       scope.slots[v] = slot;
       out.push_back(slot);
     }
-    scope.program->steps.push_back(
-        std::make_unique<IfStep>(node, cond, out, std::move(thenP), std::move(elseP)));
+    scope.program->steps.push_back(std::make_unique<IfStep>("if " + node.describe(), cond, out,
+                                                            std::move(thenP), std::move(elseP)));
     return Status::success();
   }
   if (tryMicrokernel(scope, node)) return Status::success();
@@ -405,13 +442,23 @@ Status ProgramBuilder::addNode(Scope &scope, const Node &node) {
     scope.slots[v] = slot;
     out.push_back(slot);
   }
-  if (regionReads.empty())
-    if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out)) {
+  if (regionReads.empty()) {
+    auto fallback = std::make_unique<InterpStep>(node, in, out,
+                                                 std::vector<std::pair<const Value *, int>>{});
+    if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, std::move(fallback))) {
       scope.program->steps.push_back(std::move(copy));
       --stats_.interpSteps;
       ++stats_.copySteps;
       return Status::success();
     }
+    if (out.size() == 1 && out[0] >= 0)
+      if (std::unique_ptr<HostOpStep> host = HostOpStep::create(node, in, out[0])) {
+        scope.program->steps.push_back(std::move(host));
+        --stats_.interpSteps;
+        ++stats_.hostSteps;
+        return Status::success();
+      }
+  }
   scope.program->steps.push_back(std::make_unique<InterpStep>(node, in, out, regionReads));
   return Status::success();
 }
@@ -421,6 +468,16 @@ Status writeFile(const std::string &path, const std::string &text) {
   f << text;
   if (!f) return makeError("cannot write '", path, "'");
   return Status::success();
+}
+
+// CompileOptions::exposeIntermediates.
+void exposeIntermediates(Graph &g) {
+  std::unordered_set<const Value *> outputs(g.outputs().begin(), g.outputs().end());
+  for (const auto &n : g.nodes()) {
+    if (n->op() == OpKind::Constant) continue;
+    for (Value *v : n->outputs())
+      if (v && outputs.insert(v).second) g.addOutput(v);
+  }
 }
 
 } // namespace
@@ -433,6 +490,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   auto t0 = Clock::now();
   KILN_RETURN_IF_ERROR(runPipeline(model, pipelineForLevel(options.optLevel), options.passOptions));
   KILN_RETURN_IF_ERROR(model.graph->sortTopologically());
+  if (options.exposeIntermediates) exposeIntermediates(*model.graph);
   cm->model_ = std::move(model);
   cm->stats_.passesMs = msSince(t0);
 
@@ -440,8 +498,14 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   KILN_ASSIGN_OR_RETURN(codegen::CpuTarget target, codegen::cpuTargetFromName(options.cpu));
   if (!target.runsOnHost())
     return makeError("--cpu ", options.cpu, " needs CPU features this machine lacks");
-  ProgramBuilder builder(target, cm->stats_);
+  std::string perturbNode = options.perturbNode;
+  if (const char *env = std::getenv("KILN_DEBUG_PERTURB"); env && perturbNode.empty())
+    perturbNode = env;
+  ProgramBuilder builder(target, cm->stats_, perturbNode);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
+  if (!perturbNode.empty() && builder.perturbedSteps == 0)
+    return makeError("KILN_DEBUG_PERTURB: no compiled step computes node '", perturbNode,
+                     "' (unknown, or folded into a constant)");
   cm->stats_.loweringMs = msSince(t0);
 
   t0 = Clock::now();
@@ -466,8 +530,11 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
       entries.push_back(fn);
     }
     for (auto &[step, index] : builder.kernelSteps) step->setEntry(entries[index]);
+    cm->object_ = std::move(object);
   }
   cm->stats_.codegenMs = msSince(t0);
+  numberPrograms(*cm->main_);
+  cm->arenas_ = createArenas(*cm->main_);
   cm->pool_ = std::make_unique<runtime::ThreadPool>(options.threads);
   cm->interpreter_ = std::make_unique<Interpreter>();
   return cm;
@@ -484,20 +551,15 @@ Expected<std::vector<RtValue>> CompiledModel::run(std::vector<RtValue> inputs) {
   frame.slots.resize(main_->numSlots);
   for (size_t i = 0; i < inputs.size(); ++i)
     frame.slots[main_->inputSlots[i]] = std::move(inputs[i]);
-  ExecContext ctx{pool_.get(), interpreter_.get(), profiling_ ? &profile_ : nullptr};
+  ExecContext ctx{pool_.get(), interpreter_.get(), &arenas_, profiling_ ? &profile_ : nullptr};
   return main_->run(frame, ctx);
 }
 
 CompiledModel::MemoryReport CompiledModel::memoryReport() const {
   MemoryReport r;
-  std::vector<const Program *> stack = {main_.get()};
-  while (!stack.empty()) {
-    const Program *p = stack.back();
-    stack.pop_back();
-    r.arenaBytes += p->arena.arenaBytes();
-    r.naiveBytes += p->arena.naiveBytes();
-    for (const auto &step : p->steps)
-      for (const Program *sub : step->subPrograms()) stack.push_back(sub);
+  for (const ActivationArena &arena : arenas_) {
+    r.arenaBytes += arena.arenaBytes();
+    r.naiveBytes += arena.naiveBytes();
   }
   return r;
 }

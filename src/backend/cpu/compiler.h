@@ -7,7 +7,9 @@
 //                                             └─ conv/matmul/pool microkernels, interpreter fallback
 #pragma once
 
-#include "backend/cpu/program.h"
+#include "runtime/cpu/program.h"
+#include "interp/interpreter.h"
+#include "codegen/cpu/compile.h"
 #include "codegen/cpu/jit.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
@@ -23,11 +25,24 @@ struct CompileOptions {
   int threads = 0;            // 0: physical cores
   PipelineOptions passOptions; // --print-after / --dump-dir
   std::string dumpDir;        // when set: kernels.kir (Kernel IR) and kernels.ll (LLVM IR)
+  // For `kiln verify --bisect`: after the passes, every value a top-level
+  // node of the optimized graph produces (Fused nodes' outputs, not values
+  // inside their regions; Constants excluded) becomes an extra graph output,
+  // appended in topological order after the model's own outputs. Fusion has
+  // already happened, so the comparison runs the code that ships.
+  bool exposeIntermediates = false;
+  // Fault injection for testing verify: the step that computes the ONNX
+  // node of this name (alone or fused into a group) gets each float output
+  // element x replaced by x*1.25+0.25 after it runs. Defaults to the
+  // environment variable KILN_DEBUG_PERTURB; compile fails when no step
+  // computes the node.
+  std::string perturbNode;
 };
 
 struct CompileStats {
   double passesMs = 0, loweringMs = 0, codegenMs = 0;
   int steps = 0, generatedKernels = 0, interpSteps = 0, microkernelSteps = 0, copySteps = 0;
+  int hostSteps = 0;
 };
 
 class CompiledModel {
@@ -41,6 +56,9 @@ public:
   const Model &model() const { return model_; }
   const CompileStats &stats() const { return stats_; }
   const Program &program() const { return *main_; }
+  // The generated kernels as one relocatable object (empty when the program
+  // has none), for packaging into an artifact.
+  const codegen::ObjectCode &objectCode() const { return object_; }
   // One line per step (If branches included) with its accumulated time,
   // slowest first (after runs with profiling on). An If's time includes its
   // branch's steps.
@@ -61,7 +79,9 @@ private:
   Model model_;
   CompileStats stats_;
   std::unique_ptr<Program> main_;
+  std::vector<ActivationArena> arenas_; // one run at a time: see run()
   std::unique_ptr<codegen::CpuJit> jit_;
+  codegen::ObjectCode object_;
   std::unique_ptr<runtime::ThreadPool> pool_;
   std::unique_ptr<Interpreter> interpreter_;
   bool profiling_ = false;

@@ -1,5 +1,6 @@
-#include "backend/cpu/epilogue_plan.h"
+#include "runtime/cpu/epilogue_plan.h"
 
+#include "ir/graph.h"
 #include "passes/fusion.h"
 
 #include <limits>
@@ -16,6 +17,7 @@ class Planner {
 public:
   Planner(const Node &fused, int64_t channels, bool rowChannels)
       : fused_(fused), body_(*fused.getGraph("body")), channels_(channels), rows_(rowChannels) {
+    plan_.channels = channels;
     for (size_t i = 0; i < body_.inputs().size(); ++i) inputIndex_[body_.inputs()[i]] = int(i);
   }
 

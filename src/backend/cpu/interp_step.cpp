@@ -1,4 +1,4 @@
-#include "backend/cpu/steps.h"
+#include "backend/cpu/interp_step.h"
 
 namespace kiln::cpu {
 

@@ -1,0 +1,436 @@
+// The compiler's side of the microkernel and copy steps: each create()
+// reads a node's attributes and constant inputs into the step's fields
+// (runtime/cpu/*_step.h), and the step's prepare() does the rest, the same
+// way as when a program is loaded from an artifact.
+#include "interp/interpreter.h"
+#include "interp/kernel.h"
+#include "ir/graph.h"
+#include "passes/fusion.h"
+#include "passes/rewrite.h"
+#include "runtime/cpu/conv_step.h"
+#include "runtime/cpu/conv_transpose_step.h"
+#include "runtime/cpu/copy_steps.h"
+#include "runtime/cpu/host_op_step.h"
+#include "runtime/cpu/lstm_step.h"
+#include "runtime/cpu/matmul_step.h"
+#include "runtime/cpu/pool_step.h"
+
+#include <cctype>
+#include <optional>
+
+namespace kiln::cpu {
+
+namespace {
+
+// Nodes and bytes compileTimeValue may evaluate for one value: enough for a
+// Slice/Concat/Reshape chain over a weight, not a whole subgraph.
+constexpr int kEvalNodes = 32;
+constexpr size_t kEvalBytes = size_t(64) << 20;
+
+// The value of `v` when it depends on constants only, through at most
+// `budget` deterministic, region-free nodes evaluated here with the
+// interpreter's kernels; nothing otherwise.
+std::optional<Tensor> compileTimeValue(const Value *v, int &budget) {
+  if (!v) return std::nullopt;
+  if (const Tensor *t = constantOf(v)) return *t;
+  const Node *p = v->producer();
+  if (!p || --budget < 0 || !p->regions().empty() || !isDeterministic(p->op())) return std::nullopt;
+  KernelFn kernel = kernelTable().find(p->op());
+  if (!kernel) return std::nullopt;
+  std::vector<RtValue> held;
+  held.reserve(size_t(p->numInputs())); // the pointers below stay valid
+  std::vector<const RtValue *> inputs;
+  for (const Value *in : p->inputs()) {
+    if (!in) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    std::optional<Tensor> t = compileTimeValue(in, budget);
+    if (!t || t->byteSize() > kEvalBytes) return std::nullopt;
+    held.emplace_back(std::move(*t));
+    inputs.push_back(&held.back());
+  }
+  Interpreter interp;
+  InterpOptions options;
+  Environment env;
+  KernelContext ctx(*p, std::move(inputs), interp, options, env);
+  try {
+    if (!kernel(ctx).ok()) return std::nullopt;
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+  std::vector<RtValue> outs = ctx.takeOutputs();
+  RtValue &out = outs[size_t(v->producerIndex())];
+  if (!out.isTensor() || !out.tensor.defined()) return std::nullopt;
+  return std::move(out.tensor);
+}
+
+std::string lowerCase(std::string s) {
+  for (char &ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+} // namespace
+
+namespace {
+
+std::vector<int64_t> intsOr(const Node &n, const char *name, std::vector<int64_t> def) {
+  std::vector<int64_t> v = n.getInts(name);
+  return v.empty() ? def : v;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vector<int> inputSlots,
+                                                     int outputSlot) {
+  auto s = std::make_unique<ConvStep>();
+  const Node *conv = &node;
+  if (node.op() == OpKind::Fused) conv = node.getGraph("body")->nodes().front().get();
+  if (conv->op() != OpKind::Conv) return Error{"not a conv"};
+  // The weights and bias as the outer graph holds them.
+  const Value *wv = node.op() == OpKind::Fused ? node.input(1) : conv->input(1);
+  const Value *bv = conv->input(2) ? (node.op() == OpKind::Fused ? node.input(2) : conv->input(2))
+                                   : nullptr;
+  const Tensor *w = constantOf(wv);
+  const Tensor *b = bv ? constantOf(bv) : nullptr;
+  if (!w || w->dtype() != DType::F32 || (bv && (!b || b->dtype() != DType::F32)))
+    return Error{"conv needs constant f32 weights"};
+  if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D convs"};
+  const Value *x = conv->input(0);
+  if (!x->type().isTensor() || x->type().dtype() != DType::F32) return Error{"conv input not f32"};
+  const std::string autoPad = conv->getString("auto_pad");
+  if (!autoPad.empty() && autoPad != "NOTSET" && autoPad != "VALID")
+    return Error{"auto_pad SAME_* depends on the input size"};
+
+  s->oneD_ = w->rank() == 3;
+  const int spatial = s->oneD_ ? 1 : 2;
+  kernels::ConvShape &cs = s->shape_;
+  cs.groups = conv->getInt("group");
+  cs.K = w->dim(0);
+  cs.C = w->dim(1) * cs.groups;
+  cs.R = s->oneD_ ? 1 : w->dim(2);
+  cs.S = w->dim(w->rank() - 1);
+  std::vector<int64_t> strides = intsOr(*conv, "strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> dil = intsOr(*conv, "dilations", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> pads = autoPad == "VALID" ? std::vector<int64_t>(2 * spatial, 0)
+                                                 : intsOr(*conv, "pads", std::vector<int64_t>(2 * spatial, 0));
+  if (static_cast<int>(strides.size()) != spatial || static_cast<int>(dil.size()) != spatial ||
+      static_cast<int>(pads.size()) != 2 * spatial)
+    return Error{"conv attributes do not match its rank"};
+  if (s->oneD_) {
+    cs.strideW = strides[0];
+    cs.dilationW = dil[0];
+    cs.padLeft = pads[0];
+    cs.padRight = pads[1];
+  } else {
+    cs.strideH = strides[0];
+    cs.strideW = strides[1];
+    cs.dilationH = dil[0];
+    cs.dilationW = dil[1];
+    cs.padTop = pads[0];
+    cs.padLeft = pads[1];
+    cs.padBottom = pads[2];
+    cs.padRight = pads[3];
+  }
+  // A stand-in spatial size that fits the kernel, so the shape is valid for
+  // packing; each run sets the real one.
+  cs.H = (cs.R - 1) * cs.dilationH + 1;
+  cs.W = (cs.S - 1) * cs.dilationW + 1;
+  if (!cs.valid()) return Error{"conv attributes are invalid"};
+  if (node.op() == OpKind::Fused) {
+    KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, cs.K, /*rowChannels=*/true));
+  }
+  s->weights_ = *w;
+  if (b) s->biasT_ = *b;
+  s->label_ = "conv " + node.describe();
+  s->in_ = std::move(inputSlots);
+  s->out_ = outputSlot;
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+Expected<std::unique_ptr<MatMulStep>> MatMulStep::create(const Node &node,
+                                                         std::vector<int> inputSlots,
+                                                         int outputSlot) {
+  auto s = std::make_unique<MatMulStep>();
+  s->label_ = "matmul " + node.describe();
+  s->in_ = std::move(inputSlots);
+  s->out_ = outputSlot;
+  const Tensor *w = constantOf(node.input(1));
+  if (node.op() == OpKind::Fused) {
+    if (!w || w->rank() != 2) return Error{"fused matmul needs constant 2-D weights"};
+    KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, w->dim(1), /*rowChannels=*/false));
+  }
+  for (const Value *v : {node.input(0), node.input(1)})
+    if (!v || !v->type().isTensor() || v->type().dtype() != DType::F32)
+      return Error{"matmul operands must be f32"};
+  if (w && w->rank() == 2 && w->dtype() == DType::F32) s->weights_ = *w;
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+Expected<std::unique_ptr<PoolStep>> PoolStep::create(const Node &node, int inputSlot,
+                                                     int outputSlot) {
+  auto s = std::make_unique<PoolStep>();
+  switch (node.op()) {
+  case OpKind::MaxPool: s->kind_ = PoolKind::Max; break;
+  case OpKind::AveragePool: s->kind_ = PoolKind::Average; break;
+  case OpKind::GlobalAveragePool: s->kind_ = PoolKind::GlobalAverage; break;
+  case OpKind::GlobalMaxPool: s->kind_ = PoolKind::GlobalMax; break;
+  default: return Error{"not a pool"};
+  }
+  const Value *x = node.input(0);
+  if (!x || !x->type().isTensor() || x->type().dtype() != DType::F32 ||
+      !x->type().shape().rankKnown)
+    return Error{"pool input must be f32 with a known rank"};
+  if (node.numOutputs() > 1 && node.output(1)) return Error{"MaxPool indices are not supported"};
+  s->rank_ = static_cast<int>(x->type().shape().rank());
+  const bool global = s->kind_ == PoolKind::GlobalAverage || s->kind_ == PoolKind::GlobalMax;
+  if (!global) {
+    if (s->rank_ != 3 && s->rank_ != 4) return Error{"only 1-D and 2-D pooling"};
+    const int spatial = s->rank_ - 2;
+    const std::string autoPad = node.getString("auto_pad");
+    if (!autoPad.empty() && autoPad != "NOTSET" && autoPad != "VALID")
+      return Error{"auto_pad SAME_* depends on the input size"};
+    std::vector<int64_t> k = node.getInts("kernel_shape");
+    std::vector<int64_t> st = node.getInts("strides"), dil = node.getInts("dilations");
+    std::vector<int64_t> pads = node.getInts("pads");
+    if (st.empty()) st.assign(spatial, 1);
+    if (dil.empty()) dil.assign(spatial, 1);
+    if (pads.empty() || autoPad == "VALID") pads.assign(2 * spatial, 0);
+    if (static_cast<int>(k.size()) != spatial || static_cast<int>(st.size()) != spatial ||
+        static_cast<int>(dil.size()) != spatial || static_cast<int>(pads.size()) != 2 * spatial)
+      return Error{"pool attributes do not match the input rank"};
+    kernels::PoolShape &w = s->window_;
+    if (spatial == 1) {
+      w.kernelW = k[0], w.strideW = st[0], w.dilationW = dil[0];
+      w.padLeft = pads[0], w.padRight = pads[1];
+    } else {
+      w.kernelH = k[0], w.kernelW = k[1], w.strideH = st[0], w.strideW = st[1];
+      w.dilationH = dil[0], w.dilationW = dil[1];
+      w.padTop = pads[0], w.padLeft = pads[1], w.padBottom = pads[2], w.padRight = pads[3];
+    }
+    s->ceilMode_ = node.getInt("ceil_mode") != 0;
+    if (s->kind_ == PoolKind::Average) s->countIncludePad_ = node.getInt("count_include_pad") != 0;
+  } else if (s->rank_ < 3) {
+    return Error{"global pooling needs rank >= 3"};
+  }
+  s->label_ = "pool " + node.describe();
+  s->in_ = inputSlot;
+  s->out_ = outputSlot;
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+Expected<std::unique_ptr<ConvTransposeStep>>
+ConvTransposeStep::create(const Node &node, std::vector<int> inputSlots, int outputSlot) {
+  if (node.op() != OpKind::ConvTranspose) return Error{"not a conv transpose"};
+  auto s = std::make_unique<ConvTransposeStep>();
+  const Tensor *w = constantOf(node.input(1));
+  const Value *bv = node.input(2);
+  const Tensor *b = bv ? constantOf(bv) : nullptr;
+  if (!w || w->dtype() != DType::F32 || (bv && (!b || b->dtype() != DType::F32)))
+    return Error{"conv transpose needs constant f32 weights"};
+  if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D conv transposes"};
+  const Value *x = node.input(0);
+  if (!x->type().isTensor() || x->type().dtype() != DType::F32)
+    return Error{"conv transpose input not f32"};
+  s->autoPad_ = node.getString("auto_pad");
+  if (s->autoPad_ != "NOTSET" && s->autoPad_ != "VALID" && s->autoPad_ != "SAME_UPPER" &&
+      s->autoPad_ != "SAME_LOWER")
+    return Error{"unknown auto_pad"};
+
+  s->oneD_ = w->rank() == 3;
+  const size_t n = s->oneD_ ? 1 : 2;
+  s->groups_ = node.getInt("group");
+  s->C_ = w->dim(0);
+  if (s->groups_ < 1 || s->C_ % s->groups_ != 0) return Error{"group does not divide C"};
+  s->K_ = w->dim(1) * s->groups_;
+  if (b && b->numel() != s->K_) return Error{"bias does not match the output channels"};
+  const Shape64 kernel(w->shape().begin() + 2, w->shape().end());
+  if (node.hasAttr("kernel_shape") && node.getInts("kernel_shape") != kernel)
+    return Error{"kernel_shape does not match the weights"};
+  std::vector<int64_t> strides = intsOr(node, "strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dil = intsOr(node, "dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = intsOr(node, "pads", std::vector<int64_t>(2 * n, 0));
+  std::vector<int64_t> outPad = intsOr(node, "output_padding", std::vector<int64_t>(n, 0));
+  std::vector<int64_t> outShape = node.getInts("output_shape");
+  if (outShape.size() == n + 2) outShape.erase(outShape.begin(), outShape.begin() + 2);
+  if (strides.size() != n || dil.size() != n || pads.size() != 2 * n || outPad.size() != n ||
+      (!outShape.empty() && outShape.size() != n))
+    return Error{"conv transpose attributes do not match its rank"};
+  for (size_t i = 0; i < n; ++i) {
+    Axis a;
+    a.kernel = kernel[i], a.stride = strides[i], a.dilation = dil[i];
+    a.padBegin = pads[i], a.padEnd = pads[n + i], a.outputPadding = outPad[i];
+    a.requestedOut = outShape.empty() ? -1 : outShape[i];
+    if (a.kernel < 1 || a.stride < 1 || a.dilation < 1 || (!outShape.empty() && outShape[i] < 0))
+      return Error{"conv transpose attributes are invalid"};
+    s->axes_.push_back(a);
+  }
+
+  s->weights_ = *w;
+  if (b) s->biasT_ = *b;
+  s->label_ = "conv_transpose " + node.describe();
+  s->in_ = inputSlots[0];
+  s->out_ = outputSlot;
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+Expected<std::unique_ptr<LstmStep>> LstmStep::create(const Node &node, std::vector<int> inputSlots,
+                                                     std::vector<int> outputSlots) {
+  using enum LstmStep::Input;
+  if (node.op() != OpKind::LSTM) return Error{"not an LSTM"};
+  auto s = std::make_unique<LstmStep>();
+  auto input = [&](int i) { return i < node.numInputs() ? node.input(i) : nullptr; };
+  if (input(kSeqLens) || input(kP)) return Error{"sequence_lens and peepholes are not supported"};
+  if (node.hasAttr("clip") || node.getInt("input_forget") != 0)
+    return Error{"clip and input_forget are not supported"};
+  for (int i : {kX, kW, kR, kB, kInitialH, kInitialC}) {
+    const Value *v = input(i);
+    if (i <= kR && !v) return Error{"X, W and R are required"};
+    if (v && (!v->type().isTensor() || v->type().dtype() != DType::F32))
+      return Error{"LSTM operands must be f32"};
+  }
+  const int64_t layout = node.getInt("layout");
+  const std::string direction = node.getString("direction");
+  if (layout != 0 && layout != 1) return Error{"unknown layout"};
+  if (direction == "bidirectional")
+    s->dirs_ = 2;
+  else if (direction == "reverse")
+    s->reverseOnly_ = true;
+  else if (direction != "forward")
+    return Error{"unknown direction"};
+  s->batchFirst_ = layout == 1;
+  // Only the default activations (sigmoid, tanh, tanh); a list of three
+  // serves both directions, as in the interpreter.
+  const std::vector<std::string> acts = node.getStrings("activations");
+  if (!acts.empty()) {
+    if (acts.size() != size_t(3 * s->dirs_) && acts.size() != 3)
+      return Error{"wrong number of activations"};
+    static const char *const kDefaults[3] = {"sigmoid", "tanh", "tanh"};
+    for (size_t i = 0; i < acts.size(); ++i)
+      if (lowerCase(acts[i]) != kDefaults[i % 3]) return Error{"only the default activations"};
+  }
+  s->hidden_ = node.hasAttr("hidden_size") ? node.getInt("hidden_size") : -1;
+  s->label_ = "lstm " + node.describe();
+
+  // Weights known at compile time are packed now.
+  int budget = kEvalNodes;
+  std::optional<Tensor> w = compileTimeValue(input(kW), budget);
+  std::optional<Tensor> r = w ? compileTimeValue(input(kR), budget) : std::nullopt;
+  std::optional<Tensor> b = input(kB) && r ? compileTimeValue(input(kB), budget) : std::nullopt;
+  if (w && r && (b || !input(kB))) {
+    s->w_ = std::move(*w);
+    s->r_ = std::move(*r);
+    if (b) s->b_ = std::move(*b);
+  }
+
+  s->in_ = std::move(inputSlots);
+  s->out_ = std::move(outputSlots);
+  s->in_.resize(kP + 1, -1);
+  s->out_.resize(3, -1);
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+std::unique_ptr<Step> makeCopyStep(const Node &node, const std::vector<int> &in,
+                                   const std::vector<int> &out, std::unique_ptr<Step> fallback) {
+  StepKind kind;
+  switch (node.op()) {
+  case OpKind::Slice: kind = StepKind::Slice; break;
+  case OpKind::Concat: kind = StepKind::Concat; break;
+  case OpKind::Split: kind = StepKind::Split; break;
+  case OpKind::Transpose: kind = StepKind::Transpose; break;
+  case OpKind::Resize:
+    if (node.getString("mode") == "nearest" &&
+        node.getString("coordinate_transformation_mode") == "asymmetric" &&
+        node.getString("nearest_mode") == "floor" && node.getInts("axes").empty())
+    {
+      kind = StepKind::ResizeNearest;
+      break;
+    }
+    return nullptr;
+  default:
+    return nullptr;
+  }
+  std::unique_ptr<CopyStep> step = newCopyStep(kind);
+  step->init("copy " + node.describe(), in, out, node.hasAttr("axis") ? node.getInt("axis") : 0,
+             node.op() == OpKind::Transpose ? node.getInts("perm") : std::vector<int64_t>{},
+             std::move(fallback));
+  return step;
+}
+
+std::unique_ptr<HostOpStep> HostOpStep::create(const Node &node, const std::vector<int> &in,
+                                               int out) {
+  using runtime::host::PadMode;
+  auto s = std::make_unique<HostOpStep>();
+  if (node.numOutputs() != 1 || !node.regions().empty()) return nullptr;
+  auto isF32 = [&] {
+    const Type &t = node.input(0)->type();
+    return t.isTensor() && t.dtype() == DType::F32;
+  };
+  switch (node.op()) {
+  case OpKind::Reshape:
+    s->op_ = Op::Reshape;
+    s->allowZero_ = node.getInt("allowzero") != 0;
+    break;
+  case OpKind::Flatten:
+    s->op_ = Op::Flatten;
+    s->axis_ = node.getInt("axis");
+    break;
+  case OpKind::Squeeze:
+  case OpKind::Unsqueeze:
+    s->op_ = node.op() == OpKind::Squeeze ? Op::Squeeze : Op::Unsqueeze;
+    s->axes_ = node.getInts("axes");
+    break;
+  case OpKind::Identity: s->op_ = Op::Identity; break;
+  case OpKind::Shape:
+    s->op_ = Op::Shape;
+    s->start_ = node.getInt("start");
+    s->hasEnd_ = node.hasAttr("end");
+    if (s->hasEnd_) s->end_ = node.getInt("end");
+    break;
+  case OpKind::Size: s->op_ = Op::Size; break;
+  case OpKind::Gather:
+    s->op_ = Op::Gather;
+    s->axis_ = node.getInt("axis");
+    break;
+  case OpKind::ConstantOfShape:
+    s->op_ = Op::ConstantOfShape;
+    if (node.hasAttr("value")) s->value_ = node.getTensor("value");
+    break;
+  case OpKind::Pad: {
+    if (node.hasAttr("pads")) return nullptr; // the opset-2 form
+    s->op_ = Op::Pad;
+    const std::string mode = node.hasAttr("mode") ? node.getString("mode") : "constant";
+    if (mode == "constant") s->padMode_ = PadMode::Constant;
+    else if (mode == "reflect") s->padMode_ = PadMode::Reflect;
+    else if (mode == "edge") s->padMode_ = PadMode::Edge;
+    else if (mode == "wrap") s->padMode_ = PadMode::Wrap;
+    else return nullptr;
+    break;
+  }
+  case OpKind::ReduceMean:
+    if (!isF32()) return nullptr;
+    s->op_ = Op::ReduceMean;
+    s->axes_ = node.getInts("axes");
+    s->keepDims_ = node.getInt("keepdims") != 0;
+    s->noopWithEmptyAxes_ = node.getInt("noop_with_empty_axes") != 0;
+    break;
+  case OpKind::Relu:
+    if (!isF32()) return nullptr;
+    s->op_ = Op::Relu;
+    break;
+  default: return nullptr;
+  }
+  if (in.size() > 4) return nullptr;
+  s->label_ = "host " + node.describe();
+  s->in_ = in;
+  s->out_ = out;
+  if (!s->prepare().ok()) return nullptr;
+  return s;
+}
+
+} // namespace kiln::cpu

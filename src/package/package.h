@@ -1,0 +1,35 @@
+// `kiln compile`: an imported model → a `.kiln` artifact (docs/artifact.md).
+// The compiler half of the artifact: runs the CPU compiler, links the
+// generated kernels into a shared object, and writes the manifest, the
+// program (steps, slots, constants), the code and the weights into one
+// container (artifact/container.h). Deterministic: the same model and
+// options give identical bytes.
+#pragma once
+
+#include "ir/graph.h"
+#include "support/status.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::package {
+
+struct PackageOptions {
+  std::string target = "cpu"; // the only target so far
+  std::string cpu = "native";  // codegen::cpuTargetFromName: native, x86-64-v4, x86-64-v3, x86-64
+  int optLevel = 3;            // -O0..-O3
+  // Symbolic dims pinned to sizes (--dim NAME=VALUE); the others stay symbolic.
+  std::vector<std::pair<std::string, int64_t>> dims;
+  std::string modelName; // recorded in the manifest (compileFile: the file name)
+};
+
+// The artifact's bytes.
+Expected<std::string> packageModel(Model model, const PackageOptions &options);
+
+// Imports the ONNX model at `modelPath` and writes its artifact to `outPath`.
+Status compileFile(const std::string &modelPath, const std::string &outPath,
+                   const PackageOptions &options);
+
+} // namespace kiln::package

@@ -1,0 +1,72 @@
+// A loaded artifact and the sessions that run it: the C API's objects
+// (kiln.h) in C++. Loading validates the container (checksum, layout), the
+// manifest, the CPU features the code needs, loads the code, then the
+// program (every step's fields checked, weights viewed in place).
+//
+// A LoadedModel is immutable after load and shared by its sessions; a
+// Session holds one run's mutable state (thread pool, activation arenas).
+#pragma once
+
+#include "artifact/container.h"
+#include "artifact/manifest.h"
+#include "runtime/api/code_module.h"
+#include "runtime/cpu/program.h"
+#include "runtime/thread_pool.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+// What failed, for the C API's status codes.
+enum class ErrorKind { InvalidArgument, Io, Corrupt, Version, UnsupportedCpu, Shape, OutputTooSmall, Runtime };
+
+struct RtError {
+  ErrorKind kind;
+  std::string message;
+};
+
+template <class T> struct Result {
+  std::unique_ptr<T> value;
+  std::optional<RtError> error;
+};
+
+class LoadedModel {
+public:
+  // Maps the file read-only (weights are used in place).
+  static Result<LoadedModel> openFile(const std::string &path);
+  // Copies the bytes.
+  static Result<LoadedModel> fromMemory(const void *data, size_t size);
+  ~LoadedModel();
+
+  const artifact::Manifest &manifest() const { return manifest_; }
+  const cpu::Program &program() const { return *program_; }
+  std::string describe() const; // manifest and sections, for `kiln inspect`
+
+private:
+  static Result<LoadedModel> load(std::shared_ptr<const void> storage, const uint8_t *data,
+                                  size_t size, std::string where);
+  std::shared_ptr<const void> storage_; // the mapping or the copy
+  artifact::Container container_;
+  artifact::Manifest manifest_;
+  std::unique_ptr<CodeModule> code_;
+  std::unique_ptr<cpu::Program> program_;
+};
+
+class Session {
+public:
+  Session(const LoadedModel &model, int threads);
+  // Inputs in manifest order; checks dtypes, ranks, fixed dims and that each
+  // symbolic dim has one size across inputs.
+  Expected<std::vector<RtValue>> run(std::vector<Tensor> inputs);
+  // Like run(), with errors classified for the C API.
+  std::optional<RtError> runChecked(std::vector<Tensor> inputs, std::vector<RtValue> &outputs);
+
+private:
+  const LoadedModel &model_;
+  runtime::ThreadPool pool_;
+  std::vector<cpu::ActivationArena> arenas_;
+};
+
+} // namespace kiln::rt

@@ -1,0 +1,318 @@
+#include "runtime/cpu/copy_steps.h"
+
+#include "runtime/cpu/steps.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kiln::cpu {
+
+namespace {
+
+// Copies the box `extent` (same rank as both tensors) from `src` starting at
+// `srcOrigin` into `dst` starting at `dstOrigin`. Dims are merged where both
+// sides are contiguous; the innermost run is one memcpy.
+void copyBox(const Tensor &src, const Shape64 &srcOrigin, Tensor &dst, const Shape64 &dstOrigin,
+             const Shape64 &extent, runtime::ThreadPool *pool) {
+  const size_t elem = dtypeSize(src.dtype());
+  const int rank = static_cast<int>(extent.size());
+  if (numelOf(extent) == 0) return;
+  const Shape64 ss = stridesOf(src.shape()), ds = stridesOf(dst.shape());
+  int64_t srcBase = 0, dstBase = 0;
+  for (int i = 0; i < rank; ++i) {
+    srcBase += srcOrigin[i] * ss[i];
+    dstBase += dstOrigin[i] * ds[i];
+  }
+  // The innermost run: trailing dims that are whole on both sides.
+  int64_t run = 1;
+  int d = rank - 1;
+  for (; d >= 0; --d) {
+    run *= extent[d];
+    const bool whole = extent[d] == src.dim(d) && extent[d] == dst.dim(d);
+    if (!whole) {
+      --d;
+      break;
+    }
+  }
+  // Rows: the dims [0, d] (d may be -1: one run).
+  Shape64 outer(extent.begin(), extent.begin() + (d + 1));
+  const int64_t rows = numelOf(outer);
+  const char *s = static_cast<const char *>(src.raw());
+  char *t = static_cast<char *>(dst.mutableRaw());
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t so = srcBase, dOff = dstBase, rest = r;
+      for (int i = d; i >= 0; --i) {
+        const int64_t idx = rest % outer[i];
+        rest /= outer[i];
+        so += idx * ss[i];
+        dOff += idx * ds[i];
+      }
+      std::memcpy(t + dOff * elem, s + so * elem, static_cast<size_t>(run) * elem);
+    }
+  };
+  const int64_t bytes = rows * run * static_cast<int64_t>(elem);
+  if (pool && pool->threads() > 1 && bytes > (1 << 18) && rows > 1)
+    pool->parallelFor(rows, body, std::max<int64_t>(1, (1 << 16) / (run * int64_t(elem)) + 1));
+  else
+    body(0, rows);
+}
+
+bool plainTensor(const RtValue &v) { return v.isTensor() && v.tensor.dtype() != DType::String; }
+
+class SliceStep : public CopyStep {
+public:
+  StepKind kind() const override { return StepKind::Slice; }
+  Status run(Frame &frame, ExecContext &ctx) const override {
+    for (size_t i = 0; i < in_.size(); ++i)
+      if (in_[i] >= 0 && !plainTensor(frame.slots[in_[i]])) return fallback(frame, ctx);
+    const Tensor &x = input(frame, 0);
+    const int64_t rank = x.rank();
+    Shape64 origin(rank, 0), extent = x.shape();
+    const Tensor &starts = input(frame, 1), &ends = input(frame, 2);
+    const int64_t n = starts.numel();
+    if (ends.numel() != n) return fallback(frame, ctx);
+    for (int k : {3, 4})
+      if (int(in_.size()) > k && in_[k] >= 0 && input(frame, k).numel() != n)
+        return fallback(frame, ctx);
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t axis = in_.size() > 3 && in_[3] >= 0 ? input(frame, 3).getInt(j) : j;
+      int64_t step = in_.size() > 4 && in_[4] >= 0 ? input(frame, 4).getInt(j) : 1;
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || step != 1) return fallback(frame, ctx);
+      const int64_t dim = x.dim(axis);
+      auto clampIndex = [&](int64_t v) {
+        if (v < 0) v += dim;
+        return std::clamp<int64_t>(v, 0, dim);
+      };
+      const int64_t b = clampIndex(starts.getInt(j)), e = clampIndex(ends.getInt(j));
+      origin[axis] = b;
+      extent[axis] = std::max<int64_t>(0, e - b);
+    }
+    Tensor y = frame.allocate(out_[0], x.dtype(), extent);
+    copyBox(x, origin, y, Shape64(rank, 0), extent, ctx.pool);
+    frame.slots[out_[0]] = RtValue(std::move(y));
+    return Status::success();
+  }
+};
+
+class ConcatStep : public CopyStep {
+public:
+  StepKind kind() const override { return StepKind::Concat; }
+  Status run(Frame &frame, ExecContext &ctx) const override {
+    for (int s : in_)
+      if (s < 0 || !plainTensor(frame.slots[s])) return fallback(frame, ctx);
+    const Tensor &first = input(frame, 0);
+    const int64_t rank = first.rank();
+    int64_t axis = axis_;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return fallback(frame, ctx);
+    Shape64 shape = first.shape();
+    shape[axis] = 0;
+    for (size_t i = 0; i < in_.size(); ++i) {
+      const Tensor &t = input(frame, static_cast<int>(i));
+      if (t.rank() != rank || t.dtype() != first.dtype()) return fallback(frame, ctx);
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && t.dim(d) != first.dim(d)) return fallback(frame, ctx);
+      shape[axis] += t.dim(axis);
+    }
+    Tensor y = frame.allocate(out_[0], first.dtype(), shape);
+    Shape64 origin(rank, 0);
+    for (size_t i = 0; i < in_.size(); ++i) {
+      const Tensor &t = input(frame, static_cast<int>(i));
+      copyBox(t, Shape64(rank, 0), y, origin, t.shape(), ctx.pool);
+      origin[axis] += t.dim(axis);
+    }
+    frame.slots[out_[0]] = RtValue(std::move(y));
+    return Status::success();
+  }
+};
+
+class SplitStep : public CopyStep {
+public:
+  StepKind kind() const override { return StepKind::Split; }
+  Status run(Frame &frame, ExecContext &ctx) const override {
+    if (!plainTensor(frame.slots[in_[0]])) return fallback(frame, ctx);
+    const Tensor &x = input(frame, 0);
+    const int64_t rank = x.rank();
+    int64_t axis = axis_;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return fallback(frame, ctx);
+    const int64_t parts = static_cast<int64_t>(out_.size());
+    std::vector<int64_t> sizes;
+    if (in_.size() > 1 && in_[1] >= 0) {
+      const Tensor &s = input(frame, 1);
+      for (int64_t i = 0; i < s.numel(); ++i) sizes.push_back(s.getInt(i));
+    } else {
+      // Even split; ONNX gives the last part the remainder.
+      const int64_t each = (x.dim(axis) + parts - 1) / parts;
+      for (int64_t i = 0; i < parts; ++i)
+        sizes.push_back(std::max<int64_t>(0, std::min(each, x.dim(axis) - i * each)));
+    }
+    int64_t total = 0;
+    for (int64_t s : sizes) total += s;
+    if (static_cast<int64_t>(sizes.size()) != parts || total != x.dim(axis))
+      return fallback(frame, ctx);
+    Shape64 origin(rank, 0);
+    for (int64_t i = 0; i < parts; ++i) {
+      Shape64 shape = x.shape();
+      shape[axis] = sizes[i];
+      Tensor y = out_[i] >= 0 ? frame.allocate(out_[i], x.dtype(), shape) : Tensor(x.dtype(), shape);
+      copyBox(x, origin, y, Shape64(rank, 0), shape, ctx.pool);
+      origin[axis] += sizes[i];
+      if (out_[i] >= 0) frame.slots[out_[i]] = RtValue(std::move(y));
+    }
+    return Status::success();
+  }
+};
+
+class TransposeStep : public CopyStep {
+public:
+  StepKind kind() const override { return StepKind::Transpose; }
+  Status run(Frame &frame, ExecContext &ctx) const override {
+    if (!plainTensor(frame.slots[in_[0]])) return fallback(frame, ctx);
+    const Tensor &x = input(frame, 0);
+    const int64_t rank = x.rank();
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty())
+      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    if (static_cast<int64_t>(perm.size()) != rank) return fallback(frame, ctx);
+    Shape64 outShape(rank);
+    for (int64_t i = 0; i < rank; ++i) {
+      if (perm[i] < 0 || perm[i] >= rank) return fallback(frame, ctx);
+      outShape[i] = x.dim(perm[i]);
+    }
+    Tensor y = frame.allocate(out_[0], x.dtype(), outShape);
+    const size_t elem = dtypeSize(x.dtype());
+    const Shape64 xs = stridesOf(x.shape());
+    // The output's innermost run reads from x with stride xs[perm.back()];
+    // when that is 1 it is a memcpy.
+    const int64_t inner = rank ? outShape[rank - 1] : 1;
+    const int64_t innerStride = rank ? xs[perm[rank - 1]] : 1;
+    const int64_t rows = inner ? y.numel() / inner : 0;
+    const char *s = static_cast<const char *>(x.raw());
+    char *t = static_cast<char *>(y.mutableRaw());
+    auto body = [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t off = 0, rest = r;
+        for (int64_t i = rank - 2; i >= 0; --i) {
+          const int64_t idx = rest % outShape[i];
+          rest /= outShape[i];
+          off += idx * xs[perm[i]];
+        }
+        char *dst = t + r * inner * static_cast<int64_t>(elem);
+        if (innerStride == 1) {
+          std::memcpy(dst, s + off * elem, static_cast<size_t>(inner) * elem);
+        } else if (elem == 4) {
+          const uint32_t *src = reinterpret_cast<const uint32_t *>(s) + off;
+          uint32_t *d = reinterpret_cast<uint32_t *>(dst);
+          for (int64_t k = 0; k < inner; ++k) d[k] = src[k * innerStride];
+        } else {
+          for (int64_t k = 0; k < inner; ++k)
+            std::memcpy(dst + k * elem, s + (off + k * innerStride) * elem, elem);
+        }
+      }
+    };
+    if (ctx.pool && ctx.pool->threads() > 1 && y.byteSize() > (1 << 18))
+      ctx.pool->parallelFor(rows, body, std::max<int64_t>(1, 4096 / std::max<int64_t>(inner, 1)));
+    else
+      body(0, rows);
+    frame.slots[out_[0]] = RtValue(std::move(y));
+    return Status::success();
+  }
+};
+
+// Resize, mode nearest, asymmetric coordinates, floor rounding, scales
+// given for a 4-D input with N and C unscaled and integer H, W factors:
+// every output pixel copies x[h / sh][w / sw].
+class ResizeNearestStep : public CopyStep {
+public:
+  StepKind kind() const override { return StepKind::ResizeNearest; }
+  Status run(Frame &frame, ExecContext &ctx) const override {
+    if (!plainTensor(frame.slots[in_[0]]) || in_.size() < 3 || in_[2] < 0 ||
+        (in_.size() > 3 && in_[3] >= 0))
+      return fallback(frame, ctx);
+    const Tensor &x = input(frame, 0), &scales = input(frame, 2);
+    if (x.rank() != 4 || x.dtype() != DType::F32 || scales.numel() != 4)
+      return fallback(frame, ctx);
+    int64_t factor[4];
+    for (int i = 0; i < 4; ++i) {
+      const double s = scales.getDouble(i);
+      factor[i] = static_cast<int64_t>(s);
+      if (static_cast<double>(factor[i]) != s || factor[i] < 1) return fallback(frame, ctx);
+    }
+    if (factor[0] != 1 || factor[1] != 1) return fallback(frame, ctx);
+    const int64_t planes = x.dim(0) * x.dim(1), H = x.dim(2), W = x.dim(3);
+    const int64_t sh = factor[2], sw = factor[3], OH = H * sh, OW = W * sw;
+    Tensor y = frame.allocate(out_[0], DType::F32, {x.dim(0), x.dim(1), OH, OW});
+    const float *src = x.data<float>();
+    float *dst = y.data<float>();
+    auto body = [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) { // r = plane * H + input row
+        const float *in = src + r * W;
+        float *o = dst + (r / H) * OH * OW + (r % H) * sh * OW;
+        for (int64_t w = 0; w < W; ++w)
+          for (int64_t k = 0; k < sw; ++k) o[w * sw + k] = in[w];
+        for (int64_t k = 1; k < sh; ++k) std::memcpy(o + k * OW, o, OW * sizeof(float));
+      }
+    };
+    if (ctx.pool && ctx.pool->threads() > 1 && y.byteSize() > (1 << 18))
+      ctx.pool->parallelFor(planes * H, body, std::max<int64_t>(1, 4096 / std::max<int64_t>(OW, 1)));
+    else
+      body(0, planes * H);
+    frame.slots[out_[0]] = RtValue(std::move(y));
+    return Status::success();
+  }
+};
+
+} // namespace
+
+void CopyStep::init(std::string label, std::vector<int> in, std::vector<int> out, int64_t axis,
+                    std::vector<int64_t> perm, std::unique_ptr<Step> fallback) {
+  label_ = std::move(label);
+  in_ = std::move(in);
+  out_ = std::move(out);
+  axis_ = axis;
+  perm_ = std::move(perm);
+  fallback_ = std::move(fallback);
+  deriveSlots();
+}
+
+void CopyStep::deriveSlots() {
+  reads.clear();
+  writes.clear();
+  for (int s : in_)
+    if (s >= 0) reads.push_back(s);
+  for (int s : out_)
+    if (s >= 0) writes.push_back(s);
+}
+
+Status CopyStep::validate() const {
+  const size_t minInputs = kind() == StepKind::Slice ? 3 : 1;
+  if (in_.size() < minInputs || out_.empty() || in_[0] < 0 ||
+      (kind() == StepKind::Slice && (in_[1] < 0 || in_[2] < 0)))
+    return makeError(label_, ": corrupt copy step");
+  if (kind() == StepKind::Concat)
+    for (int s : in_)
+      if (s < 0) return makeError(label_, ": corrupt copy step");
+  if (kind() != StepKind::Split && out_[0] < 0) return makeError(label_, ": corrupt copy step");
+  return Status::success();
+}
+
+Status CopyStep::fallback(Frame &frame, ExecContext &ctx) const {
+  return runFallback(fallback_.get(), frame, ctx, label_,
+                     "this form of the op is not supported by the runtime");
+}
+
+std::unique_ptr<CopyStep> newCopyStep(StepKind kind) {
+  switch (kind) {
+  case StepKind::Slice: return std::make_unique<SliceStep>();
+  case StepKind::Concat: return std::make_unique<ConcatStep>();
+  case StepKind::Split: return std::make_unique<SplitStep>();
+  case StepKind::Transpose: return std::make_unique<TransposeStep>();
+  case StepKind::ResizeNearest: return std::make_unique<ResizeNearestStep>();
+  default: return nullptr;
+  }
+}
+
+} // namespace kiln::cpu

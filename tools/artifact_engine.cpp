@@ -1,0 +1,67 @@
+#include "artifact_engine.h"
+
+#include "runtime/api/model.h"
+
+#include <fstream>
+
+namespace kiln::cli {
+
+namespace {
+
+class ArtifactEngine : public Engine {
+public:
+  ArtifactEngine(std::unique_ptr<rt::LoadedModel> model, int threads)
+      : model_(std::move(model)), session_(*model_, threads) {
+    // A stand-in graph declaring the inputs and outputs.
+    for (const artifact::TensorInfo &t : model_->manifest().inputs)
+      graph_.addInput(t.name, Type::tensor(t.dtype, shapeOf(t)));
+    const auto &outs = model_->manifest().outputs;
+    if (!outs.empty() && !graph_.inputs().empty()) {
+      Node *n = graph_.addNode(OpKind::Identity, {graph_.inputs()[0]}, int(outs.size()));
+      for (size_t i = 0; i < outs.size(); ++i) {
+        n->output(int(i))->setName(outs[i].name);
+        graph_.addOutput(n->output(int(i)));
+      }
+    }
+  }
+
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
+    std::vector<Tensor> tensors;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].isTensor()) return makeError("input ", i, " is not a tensor");
+      tensors.push_back(std::move(inputs[i].tensor));
+    }
+    return session_.run(std::move(tensors));
+  }
+  const Graph &graph() const override { return graph_; }
+  std::string summary() const override { return model_->describe(); }
+
+private:
+  static Shape shapeOf(const artifact::TensorInfo &t) {
+    std::vector<Dim> dims;
+    for (size_t i = 0; i < t.dims.size(); ++i)
+      dims.push_back(t.dims[i] >= 0 ? Dim(t.dims[i])
+                     : t.dimNames[i].empty() ? Dim::unknown() : Dim::symbol(t.dimNames[i]));
+    return Shape(std::move(dims));
+  }
+  std::unique_ptr<rt::LoadedModel> model_;
+  rt::Session session_;
+  Graph graph_;
+};
+
+} // namespace
+
+bool isArtifactFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[8] = {};
+  f.read(magic, sizeof magic);
+  return f.gcount() == 8 && std::string(magic, 7) == "KILNART";
+}
+
+Expected<std::unique_ptr<Engine>> openArtifactEngine(const std::string &path, int threads) {
+  auto loaded = rt::LoadedModel::openFile(path);
+  if (loaded.error) return makeError(loaded.error->message);
+  return std::unique_ptr<Engine>(new ArtifactEngine(std::move(loaded.value), threads));
+}
+
+} // namespace kiln::cli
