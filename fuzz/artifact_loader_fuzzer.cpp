@@ -3,9 +3,13 @@
 // almost never carry a matching checksum, so each input is also opened with
 // verification off, which lets the fuzzer reach the section table checks and
 // the readers behind them. Every section of a container that opens is read
-// to the end with a ByteReader.
+// to the end with a ByteReader, and the manifest and program are loaded as
+// the runtime loads them (with every kernel symbol resolving to a stub: the
+// code section itself is only ever dlopened after the checksum passed).
 #include "artifact/bytes.h"
 #include "artifact/container.h"
+#include "artifact/manifest.h"
+#include "runtime/cpu/program_io.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +41,19 @@ void readAllSections(const Container &c, size_t size) {
   (void)c.describeSections();
 }
 
+void stubKernel(void *const *, const int64_t *, int64_t, int64_t) {}
+
+void loadAsRuntime(const Container &c) {
+  (void)Manifest::parse(c.section(SectionKind::Manifest));
+  auto resolve = [](const std::string &) { return reinterpret_cast<void *>(&stubKernel); };
+  try {
+    (void)kiln::cpu::loadProgram(c.section(SectionKind::Program), c.section(SectionKind::Weights),
+                                 nullptr, resolve);
+  } catch (const std::bad_alloc &) { // the runtime reports these as corrupt files
+  } catch (const std::length_error &) {
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -47,6 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  unverified.error().message.c_str());
     std::abort();
   }
-  if (unverified.ok()) readAllSections(*unverified, size);
+  if (unverified.ok()) {
+    readAllSections(*unverified, size);
+    loadAsRuntime(*unverified);
+  }
   return 0;
 }

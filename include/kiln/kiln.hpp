@@ -18,7 +18,11 @@
 #include <string>
 #include <vector>
 
+// The inline namespace keeps these names apart, at link time, from kiln's
+// internal classes of the same spelling (kiln::Tensor, kiln::Error) that a
+// static libkiln_runtime.a also carries.
 namespace kiln {
+inline namespace api {
 
 class Error : public std::runtime_error {
 public:
@@ -159,4 +163,5 @@ private:
   std::unique_ptr<kiln_session, Free> session_;
 };
 
+} // namespace api
 } // namespace kiln

@@ -4,6 +4,7 @@
 // of bounds (the sanitizer build and the fuzzer check the latter).
 #include "artifact/bytes.h"
 #include "artifact/container.h"
+#include "artifact/manifest.h"
 
 #include <gtest/gtest.h>
 
@@ -485,3 +486,14 @@ TEST(Container, RandomHeadersWithValidMagicNeverCrash) {
 
 } // namespace
 } // namespace kiln::artifact
+
+// The load-time CPU check (manifest.h): features this machine has pass,
+// unknown or absent ones are reported by name.
+TEST(ArtifactManifest, MissingCpuFeaturesNamesWhatTheMachineLacks) {
+  using kiln::artifact::missingCpuFeatures;
+  EXPECT_TRUE(missingCpuFeatures({"sse4.2"}).empty()); // every x86-64 machine kiln runs on
+  EXPECT_EQ(missingCpuFeatures({"sse4.2", "no-such-feature"}),
+            std::vector<std::string>{"no-such-feature"});
+  if (!__builtin_cpu_supports("avx512f"))
+    EXPECT_EQ(missingCpuFeatures({"avx512f"}), std::vector<std::string>{"avx512f"});
+}

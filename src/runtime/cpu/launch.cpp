@@ -91,6 +91,9 @@ Status ElementwiseLaunch::validate(size_t numInputs) const {
   if (full.size() != numInputs || kernelFull.size() != numInputs) return bad("input patterns");
   for (const auto &f : full)
     if (f.size() != loopDims.size()) return bad("input patterns");
+  const size_t kernelLoops = flat() ? 2 : loopDims.size();
+  for (const auto &f : kernelFull)
+    if (f.size() != kernelLoops) return bad("input patterns");
   size_t values = numInputs;
   for (const auto &operands : nodeOperands) {
     for (int v : operands)
