@@ -7,6 +7,7 @@
 #include "artifact_engine.h"
 #include "engine.h"
 #include "inputs.h"
+#include "support/json.h"
 
 
 #include <algorithm>
@@ -58,23 +59,6 @@ Expected<long long> parseCount(const std::optional<std::string> &text, const cha
   if (text->empty() || *end || v < minimum)
     return makeError("--", flag, ": '", *text, "' is not an integer >= ", minimum);
   return v;
-}
-
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 std::string fixed3(double v) {

@@ -48,6 +48,8 @@ std::vector<std::string> readStrings(ByteReader &r) {
   return v;
 }
 
+} // namespace
+
 std::string shapeText(const TensorInfo &t) {
   std::string s = "[";
   for (size_t i = 0; i < t.dims.size(); ++i) {
@@ -56,8 +58,6 @@ std::string shapeText(const TensorInfo &t) {
   }
   return s + "]";
 }
-
-} // namespace
 
 std::string Manifest::serialize() const {
   ByteWriter w;

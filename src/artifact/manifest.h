@@ -40,6 +40,9 @@ struct Manifest {
   std::string describe() const;
 };
 
+// "[1,3,batch,?]": fixed dims, symbol names, "?" for unknown.
+std::string shapeText(const TensorInfo &t);
+
 // The features of `cpuFeatures` this machine lacks (an unknown name counts
 // as lacking).
 std::vector<std::string> missingCpuFeatures(const std::vector<std::string> &features);

@@ -5,7 +5,6 @@
 #include "runtime/api/model.h"
 
 #include <cstring>
-#include <mutex>
 
 struct kiln_model {
   std::unique_ptr<kiln::rt::LoadedModel> model;
@@ -71,6 +70,17 @@ void fillInfo(const kiln::artifact::TensorInfo &t, kiln_value_info *info) {
   }
 }
 
+// Fills `info` from list[index] ("input"/"output" names the list in errors).
+kiln_status describeAt(const std::vector<kiln::artifact::TensorInfo> &list, size_t index,
+                       const char *what, kiln_value_info *info) {
+  if (index >= list.size())
+    return fail(KILN_ERROR_INVALID_ARGUMENT, std::string(what) + " index " + std::to_string(index) +
+                                                 " out of range (the model has " +
+                                                 std::to_string(list.size()) + ")");
+  fillInfo(list[index], info);
+  return KILN_OK;
+}
+
 int64_t indexOf(const std::vector<kiln::artifact::TensorInfo> &list, const char *name) {
   if (!name) return -1;
   for (size_t i = 0; i < list.size(); ++i)
@@ -110,24 +120,12 @@ size_t kiln_model_num_outputs(const kiln_model *model) {
 
 kiln_status kiln_model_input(const kiln_model *model, size_t index, kiln_value_info *info) {
   if (!model || !info) return fail(KILN_ERROR_INVALID_ARGUMENT, "model and info must not be null");
-  const auto &list = model->model->manifest().inputs;
-  if (index >= list.size())
-    return fail(KILN_ERROR_INVALID_ARGUMENT, "input index " + std::to_string(index) +
-                                                 " out of range (the model has " +
-                                                 std::to_string(list.size()) + ")");
-  fillInfo(list[index], info);
-  return KILN_OK;
+  return describeAt(model->model->manifest().inputs, index, "input", info);
 }
 
 kiln_status kiln_model_output(const kiln_model *model, size_t index, kiln_value_info *info) {
   if (!model || !info) return fail(KILN_ERROR_INVALID_ARGUMENT, "model and info must not be null");
-  const auto &list = model->model->manifest().outputs;
-  if (index >= list.size())
-    return fail(KILN_ERROR_INVALID_ARGUMENT, "output index " + std::to_string(index) +
-                                                 " out of range (the model has " +
-                                                 std::to_string(list.size()) + ")");
-  fillInfo(list[index], info);
-  return KILN_OK;
+  return describeAt(model->model->manifest().outputs, index, "output", info);
 }
 
 int64_t kiln_model_input_index(const kiln_model *model, const char *name) {

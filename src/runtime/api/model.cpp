@@ -22,15 +22,6 @@ template <class T> Result<T> failure(ErrorKind kind, std::string message) {
   return r;
 }
 
-std::string shapeText(const std::vector<int64_t> &dims, const std::vector<std::string> &names) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i) s += ",";
-    s += dims[i] >= 0 ? std::to_string(dims[i]) : names[i].empty() ? "?" : names[i];
-  }
-  return s + "]";
-}
-
 } // namespace
 
 LoadedModel::~LoadedModel() {
@@ -157,7 +148,7 @@ std::optional<RtError> Session::runChecked(std::vector<Tensor> inputs,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const artifact::TensorInfo &info = m.inputs[i];
     const Tensor &t = inputs[i];
-    const std::string want = std::string(dtypeName(info.dtype)) + shapeText(info.dims, info.dimNames);
+    const std::string want = std::string(dtypeName(info.dtype)) + artifact::shapeText(info);
     auto bad = [&](const std::string &why) {
       return RtError{ErrorKind::Shape, "input '" + info.name + "': " + why + " (the model expects " +
                                            want + ")"};

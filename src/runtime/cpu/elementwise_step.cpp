@@ -54,8 +54,7 @@ void KernelStep::launchRows(ExecContext &ctx, void *const *buffers, const int64_
   ctx.pool->parallelFor(outer, [&](int64_t b, int64_t e) { fn(buffers, params, b, e); }, grain);
 }
 
-Status ElementwiseStep::validate(int numSlots) const {
-  (void)numSlots;
+Status ElementwiseStep::validate() const {
   for (int s : in_)
     if (s < 0) return makeError(label_, ": corrupt inputs");
   for (int s : out_)

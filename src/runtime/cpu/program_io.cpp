@@ -94,7 +94,7 @@ std::unique_ptr<Step> loadStep(Loader &l, int depth) {
     if (kind == StepKind::Elementwise) {
       auto e = std::make_unique<ElementwiseStep>();
       e->io(l);
-      valid = e->validate(0);
+      valid = e->validate();
       symbol = e->launch().symbol;
       e->setSlots();
       step = std::move(e);

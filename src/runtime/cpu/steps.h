@@ -46,7 +46,7 @@ public:
   std::string describe() const override { return label_; }
   StepKind kind() const override { return StepKind::Elementwise; }
   template <class A> void io(A &a) { a(label_, launch_, in_, out_, outTypes_); }
-  Status validate(int numSlots) const;
+  Status validate() const;
   void setSlots(); // reads/writes from the fields
 
 private:
