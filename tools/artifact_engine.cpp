@@ -64,4 +64,11 @@ Expected<std::unique_ptr<Engine>> openArtifactEngine(const std::string &path, in
   return std::unique_ptr<Engine>(new ArtifactEngine(std::move(loaded.value), threads));
 }
 
+Expected<std::unique_ptr<Engine>> openArtifactEngineFromMemory(const std::string &bytes,
+                                                               int threads) {
+  auto loaded = rt::LoadedModel::fromMemory(bytes.data(), bytes.size());
+  if (loaded.error) return makeError(loaded.error->message);
+  return std::unique_ptr<Engine>(new ArtifactEngine(std::move(loaded.value), threads));
+}
+
 } // namespace kiln::cli

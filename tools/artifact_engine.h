@@ -13,5 +13,8 @@ bool isArtifactFile(const std::string &path);
 // Loads the artifact; the engine's graph() only declares its inputs and
 // outputs (for input preparation and output names).
 Expected<std::unique_ptr<Engine>> openArtifactEngine(const std::string &path, int threads);
+// The same for an artifact's bytes (copied).
+Expected<std::unique_ptr<Engine>> openArtifactEngineFromMemory(const std::string &bytes,
+                                                               int threads);
 
 } // namespace kiln::cli

@@ -11,7 +11,9 @@
 #include "conformance/test_case.h"
 
 #include "frontend/onnx/importer.h"
+#include "artifact_engine.h"
 #include "interp/interpreter.h"
+#include "package/package.h"
 
 #include <cerrno>
 #include <csignal>
@@ -46,6 +48,8 @@ options:
   --timeout SECONDS per-case limit (default 120)
   --target T        what to run the cases on: cpu (default; compiled once
                     per case, one thread) or interp
+  --via-artifact    with --target cpu: compile each case to a .kiln artifact
+                    (in memory) and run it with the runtime library
   -v, --verbose     print passing cases too
 )";
 
@@ -79,11 +83,23 @@ Expected<std::map<std::string, Expectation>> readExpectations(const std::string 
 }
 
 // Runs one case in this process; empty string means it passed.
-std::string runCaseInProcess(const conformance::TestCase &c, const TargetOptions &target) {
+std::string runCaseInProcess(const conformance::TestCase &c, const TargetOptions &target,
+                             bool viaArtifact) {
   auto model = importOnnxFile(c.dir + "/model.onnx");
   if (!model.ok()) return "import: " + model.error().message;
-  auto engine = makeEngine(std::move(*model), target);
-  if (!engine.ok()) return "compile: " + engine.error().message;
+  Expected<std::unique_ptr<Engine>> engine = makeError("no engine");
+  if (viaArtifact) {
+    package::PackageOptions po;
+    po.cpu = target.cpu;
+    po.optLevel = target.optLevel;
+    auto bytes = package::packageModel(std::move(*model), po);
+    if (!bytes.ok()) return "compile: " + bytes.error().message;
+    engine = openArtifactEngineFromMemory(*bytes, target.threads);
+    if (!engine.ok()) return "load: " + engine.error().message;
+  } else {
+    engine = makeEngine(std::move(*model), target);
+    if (!engine.ok()) return "compile: " + engine.error().message;
+  }
   const Graph &g = (*engine)->graph();
   if (c.dataSets.empty()) return "no test data sets";
   for (const auto &ds : c.dataSets) {
@@ -113,7 +129,7 @@ std::string runCaseInProcess(const conformance::TestCase &c, const TargetOptions
 
 // Forks, runs the case in the child, and collects its verdict through a pipe.
 std::string runCaseIsolated(const conformance::TestCase &c, const TargetOptions &target,
-                            int timeoutSeconds) {
+                            bool viaArtifact, int timeoutSeconds) {
   int fds[2];
   if (pipe(fds) != 0) return std::string("pipe failed: ") + std::strerror(errno);
   std::cout.flush();
@@ -121,7 +137,7 @@ std::string runCaseIsolated(const conformance::TestCase &c, const TargetOptions 
   if (pid < 0) return std::string("fork failed: ") + std::strerror(errno);
   if (pid == 0) {
     close(fds[0]);
-    std::string verdict = runCaseInProcess(c, target);
+    std::string verdict = runCaseInProcess(c, target, viaArtifact);
     size_t off = 0;
     while (off < verdict.size()) {
       ssize_t w = write(fds[1], verdict.data() + off, verdict.size() - off);
@@ -176,7 +192,7 @@ int conformanceCommand(const std::vector<std::string> &rawArgs) {
     if (a == "-v") a = "--verbose";
   std::vector<std::string> flags = {"expected", "filter", "timeout"};
   flags.insert(flags.end(), kTargetFlags.begin(), kTargetFlags.end());
-  auto args = Args::parse(argv, flags, {"help", "json", "verbose"});
+  auto args = Args::parse(argv, flags, {"help", "json", "verbose", "via-artifact"});
   if (!args.ok()) return fail("conformance", args.error());
   if (args->flag("help")) {
     std::cout << kHelp;
@@ -195,6 +211,9 @@ int conformanceCommand(const std::vector<std::string> &rawArgs) {
   }
   std::string filter = args->value("filter").value_or("");
   bool json = args->flag("json"), verbose = args->flag("verbose");
+  const bool viaArtifact = args->flag("via-artifact");
+  if (viaArtifact && target->target != "cpu")
+    return fail("conformance", Error{"--via-artifact needs --target cpu"});
 
   int passed = 0, failed = 0, skipped = 0;
   std::vector<std::string> surprises;
@@ -214,7 +233,7 @@ int conformanceCommand(const std::vector<std::string> &rawArgs) {
         status = "skip";
         verdict = exp->second.reason;
       } else {
-        verdict = runCaseIsolated(c, *target, timeout);
+        verdict = runCaseIsolated(c, *target, viaArtifact, timeout);
         bool ok = verdict.empty();
         status = ok ? "pass" : "fail";
         ok ? ++passed : ++failed;

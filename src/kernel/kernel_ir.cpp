@@ -14,16 +14,21 @@ struct OpcodeInfo {
 
 constexpr OpcodeInfo kOpcodes[] = {
     {Opcode::Const, "const"},     {Opcode::Load, "load"},       {Opcode::VarRead, "read"},
-    {Opcode::Store, "store"},     {Opcode::VarWrite, "write"},  {Opcode::Loop, "loop"},
-    {Opcode::Neg, "neg"},         {Opcode::Abs, "abs"},         {Opcode::Exp, "exp"},
-    {Opcode::Log, "log"},         {Opcode::Sqrt, "sqrt"},       {Opcode::Rsqrt, "rsqrt"},
-    {Opcode::Tanh, "tanh"},       {Opcode::Sigmoid, "sigmoid"}, {Opcode::Erf, "erf"},
-    {Opcode::Floor, "floor"},     {Opcode::Ceil, "ceil"},       {Opcode::Round, "round"},
-    {Opcode::Recip, "recip"},     {Opcode::Not, "not"},         {Opcode::Add, "add"},
-    {Opcode::Sub, "sub"},         {Opcode::Mul, "mul"},         {Opcode::Div, "div"},
-    {Opcode::Max, "max"},         {Opcode::Min, "min"},         {Opcode::Pow, "pow"},
-    {Opcode::Mod, "mod"},         {Opcode::And, "and"},         {Opcode::Or, "or"},
-    {Opcode::Xor, "xor"},         {Opcode::Lt, "lt"},           {Opcode::Le, "le"},
+    {Opcode::Index, "index"},     {Opcode::Store, "store"},     {Opcode::VarWrite, "write"},
+    {Opcode::Loop, "loop"},       {Opcode::If, "if"},           {Opcode::Neg, "neg"},
+    {Opcode::Abs, "abs"},         {Opcode::Exp, "exp"},         {Opcode::Log, "log"},
+    {Opcode::Sqrt, "sqrt"},       {Opcode::Rsqrt, "rsqrt"},     {Opcode::Tanh, "tanh"},
+    {Opcode::Sigmoid, "sigmoid"}, {Opcode::Erf, "erf"},         {Opcode::Floor, "floor"},
+    {Opcode::Ceil, "ceil"},       {Opcode::Round, "round"},     {Opcode::Recip, "recip"},
+    {Opcode::Sin, "sin"},         {Opcode::Cos, "cos"},         {Opcode::Tan, "tan"},
+    {Opcode::Asin, "asin"},       {Opcode::Acos, "acos"},       {Opcode::Atan, "atan"},
+    {Opcode::Sinh, "sinh"},       {Opcode::Cosh, "cosh"},       {Opcode::Asinh, "asinh"},
+    {Opcode::Acosh, "acosh"},     {Opcode::Atanh, "atanh"},     {Opcode::Not, "not"},
+    {Opcode::Add, "add"},         {Opcode::Sub, "sub"},         {Opcode::Mul, "mul"},
+    {Opcode::Div, "div"},         {Opcode::Max, "max"},         {Opcode::Min, "min"},
+    {Opcode::Pow, "pow"},         {Opcode::Mod, "mod"},         {Opcode::And, "and"},
+    {Opcode::Or, "or"},           {Opcode::Xor, "xor"},         {Opcode::Shl, "shl"},
+    {Opcode::Shr, "shr"},         {Opcode::Lt, "lt"},           {Opcode::Le, "le"},
     {Opcode::Gt, "gt"},           {Opcode::Ge, "ge"},           {Opcode::Eq, "eq"},
     {Opcode::Ne, "ne"},           {Opcode::Select, "select"},   {Opcode::Cast, "cast"},
 };
@@ -46,7 +51,7 @@ bool opcodeFromName(const std::string &name, Opcode &out) {
 }
 
 bool isUnary(Opcode op) { return op >= Opcode::Neg && op <= Opcode::Not; }
-bool isBinary(Opcode op) { return op >= Opcode::Add && op <= Opcode::Xor; }
+bool isBinary(Opcode op) { return op >= Opcode::Add && op <= Opcode::Shr; }
 bool isCompare(Opcode op) { return op >= Opcode::Lt && op <= Opcode::Ne; }
 
 const Inst *Kernel::parallelLoop() const {
@@ -70,7 +75,9 @@ int KernelBuilder::addVar(std::string name, DType dtype) {
   return static_cast<int>(k_.vars.size()) - 1;
 }
 
-std::vector<Inst> &KernelBuilder::current() { return loops_.empty() ? k_.body : loops_.back().body; }
+std::vector<Inst> &KernelBuilder::current() {
+  return blocks_.empty() ? k_.body : blocks_.back().body;
+}
 
 int KernelBuilder::emit(Inst inst) {
   if (inst.op != Opcode::Store && inst.op != Opcode::VarWrite) inst.result = k_.numValues++;
@@ -88,23 +95,42 @@ int KernelBuilder::constant(DType type, double value) {
   return emit(std::move(i));
 }
 
-int KernelBuilder::load(int buffer, Affine index) {
+int KernelBuilder::intConstant(DType type, int64_t value) {
+  Inst i;
+  i.op = Opcode::Const;
+  i.type = type;
+  i.iimm = value;
+  if (isFloat(type)) i.fimm = static_cast<double>(value);
+  return emit(std::move(i));
+}
+
+int KernelBuilder::load(int buffer, Affine index, int dynIndex) {
   Inst i;
   i.op = Opcode::Load;
   i.type = k_.buffers[buffer].dtype;
   i.buffer = buffer;
   i.index = std::move(index);
+  i.dynIndex = dynIndex;
   return emit(std::move(i));
 }
 
-void KernelBuilder::store(int buffer, Affine index, int value) {
+void KernelBuilder::store(int buffer, Affine index, int value, int dynIndex) {
   Inst i;
   i.op = Opcode::Store;
   i.type = k_.buffers[buffer].dtype;
   i.buffer = buffer;
   i.index = std::move(index);
+  i.dynIndex = dynIndex;
   i.operands = {value};
   emit(std::move(i));
+}
+
+int KernelBuilder::index(Affine value) {
+  Inst i;
+  i.op = Opcode::Index;
+  i.type = DType::I64;
+  i.index = std::move(value);
+  return emit(std::move(i));
 }
 
 int KernelBuilder::varRead(int var) {
@@ -175,19 +201,33 @@ int KernelBuilder::beginLoop(Affine upper, Schedule schedule) {
   i.loopVar = k_.numLoopVars++;
   i.upper = std::move(upper);
   i.schedule = schedule;
-  loops_.push_back(std::move(i));
-  return loops_.back().loopVar;
+  blocks_.push_back(std::move(i));
+  return blocks_.back().loopVar;
 }
 
 void KernelBuilder::endLoop() {
-  assert(!loops_.empty());
-  Inst loop = std::move(loops_.back());
-  loops_.pop_back();
+  assert(!blocks_.empty() && blocks_.back().op == Opcode::Loop);
+  Inst loop = std::move(blocks_.back());
+  blocks_.pop_back();
   current().push_back(std::move(loop));
 }
 
+void KernelBuilder::beginIf(int cond) {
+  Inst i;
+  i.op = Opcode::If;
+  i.operands = {cond};
+  blocks_.push_back(std::move(i));
+}
+
+void KernelBuilder::endIf() {
+  assert(!blocks_.empty() && blocks_.back().op == Opcode::If);
+  Inst block = std::move(blocks_.back());
+  blocks_.pop_back();
+  current().push_back(std::move(block));
+}
+
 Kernel KernelBuilder::finish() {
-  assert(loops_.empty());
+  assert(blocks_.empty());
   return std::move(k_);
 }
 

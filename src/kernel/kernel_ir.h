@@ -25,6 +25,12 @@
 //   void kernel(void *const *buffers, const int64_t *params,
 //               int64_t begin, int64_t end);
 //
+// Element types: 16-bit floats (f16, bf16) are storage types. Loads widen
+// them, every instruction of a 16-bit float type computes in f32 and rounds
+// its result to the type (round to nearest even), so a chain of f16 ops
+// gives what ONNX's per-op f16 arithmetic gives; a lowering that wants f32
+// intermediates casts to f32 first.
+//
 // At most one loop, at the outermost level, may be Parallel: the executor
 // splits its range into chunks and each call runs iterations [begin, end) of
 // it (clamped to its bounds). A kernel without a parallel loop ignores them.
@@ -84,16 +90,20 @@ struct Affine {
 enum class Opcode : uint8_t {
   // Leaves
   Const,   // result = fimm (float types) or iimm (integer / bool types)
-  Load,    // result = buffers[buffer][index]
+  Load,    // result = buffers[buffer][index (+ dynIndex)]
   VarRead, // result = vars[var]
+  Index,   // result (i64) = the value of `index`: params, loop variables, constants
   // Effects (no result)
-  Store,    // buffers[buffer][index] = operands[0]
+  Store,    // buffers[buffer][index (+ dynIndex)] = operands[0]
   VarWrite, // vars[var] = operands[0]
   Loop,     // for loopVar in [0, upper): body
+  If,       // if operands[0] (bool): body
   // Unary math (operand and result of `type`)
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Floor, Ceil, Round, Recip, Not,
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Sigmoid, Erf, Floor, Ceil, Round, Recip,
+  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Not,
   // Binary math
-  Add, Sub, Mul, Div, Max, Min, Pow, Mod, And, Or, Xor,
+  Add, Sub, Mul, Div, Max, Min, Pow, Mod, And, Or, Xor, Shl, Shr,
   // Comparisons (result Bool, operands of `compareType`)
   Lt, Le, Gt, Ge, Eq, Ne,
   Select, // operands: cond (Bool), then, else
@@ -123,7 +133,10 @@ struct Inst {
   double fimm = 0; // Const of a float type
   int64_t iimm = 0; // Const of an integer or bool type
   int buffer = -1;  // Load/Store
-  Affine index;     // Load/Store: element index into the buffer
+  Affine index;     // Load/Store: element index into the buffer; Index: the value
+  // Load/Store: an i64 SSA value added to `index` (a data-dependent index:
+  // gathers, scatters, computed coordinates), or -1.
+  int dynIndex = -1;
   int var = -1;     // VarRead/VarWrite
   DType castFrom = DType::F32; // Cast; also the operand type of comparisons
 
@@ -131,7 +144,8 @@ struct Inst {
   int loopVar = -1;
   Affine upper; // loop runs [0, upper); affine in params only
   Schedule schedule;
-  std::vector<Inst> body;
+  std::vector<Inst> body; // Loop and If
+
 };
 
 struct BufferArg {
@@ -169,8 +183,11 @@ public:
   int addVar(std::string name, DType dtype);
 
   int constant(DType type, double value);
-  int load(int buffer, Affine index);
-  void store(int buffer, Affine index, int value);
+  // An integer constant of any width (constant() goes through a double).
+  int intConstant(DType type, int64_t value);
+  int load(int buffer, Affine index, int dynIndex = -1);
+  void store(int buffer, Affine index, int value, int dynIndex = -1);
+  int index(Affine value);
   int varRead(int var);
   void varWrite(int var, int value);
   int unary(Opcode op, DType type, int a);
@@ -183,6 +200,9 @@ public:
   // endLoop().
   int beginLoop(Affine upper, Schedule schedule = {});
   void endLoop();
+  // Opens a conditional block; instructions go into it until endIf().
+  void beginIf(int cond);
+  void endIf();
 
   DType bufferType(int buffer) const { return k_.buffers[buffer].dtype; }
   Kernel finish();
@@ -192,7 +212,7 @@ private:
   std::vector<Inst> &current();
 
   Kernel k_;
-  std::vector<Inst> loops_; // loops being built (innermost last)
+  std::vector<Inst> blocks_; // loops and ifs being built (innermost last)
 };
 
 } // namespace kiln::kir

@@ -395,7 +395,7 @@ private:
       i.op = Opcode::Store;
       KILN_ASSIGN_OR_RETURN(i.buffer, use(Kind::Buffer));
       i.type = k.buffers[i.buffer].dtype;
-      KILN_ASSIGN_OR_RETURN(i.index, bracketedIndex());
+      KILN_RETURN_IF_ERROR(bracketedIndex(i));
       KILN_RETURN_IF_ERROR(expect(Tok::Comma, "','"));
       KILN_ASSIGN_OR_RETURN(int v, value());
       i.operands = {v};
@@ -413,7 +413,18 @@ private:
     }
     if (atIdent("for") || atIdent("parallel") || atIdent("vector") || atIdent("unroll"))
       return loop(k, depth);
-    return error("expected an instruction (%N = ..., store, write or a loop), found " + found());
+    if (atIdent("if")) {
+      if (depth >= kMaxKernelLoopDepth)
+        return error(strCat("blocks are nested more than ", kMaxKernelLoopDepth, " deep"));
+      advance();
+      i.op = Opcode::If;
+      KILN_ASSIGN_OR_RETURN(int cond, value());
+      i.operands = {cond};
+      KILN_RETURN_IF_ERROR(block(k, i.body, depth + 1));
+      return i;
+    }
+    return error("expected an instruction (%N = ..., store, write, if or a loop), found " +
+                 found());
   }
 
   Expected<Inst> loop(const Kernel &k, int depth) {
@@ -465,14 +476,19 @@ private:
     case Opcode::Store:
     case Opcode::VarWrite:
     case Opcode::Loop:
+    case Opcode::If:
       return errorAt(opTok, "'" + opTok.text + "' has no result");
+    case Opcode::Index: {
+      i.type = DType::I64;
+      KILN_ASSIGN_OR_RETURN(i.index, affine());
+      return Status::success();
+    }
     case Opcode::Const:
       return constant(i);
     case Opcode::Load: {
       KILN_ASSIGN_OR_RETURN(i.buffer, use(Kind::Buffer));
       i.type = k.buffers[i.buffer].dtype;
-      KILN_ASSIGN_OR_RETURN(i.index, bracketedIndex());
-      return Status::success();
+      return bracketedIndex(i);
     }
     case Opcode::VarRead: {
       KILN_ASSIGN_OR_RETURN(i.var, use(Kind::Var));
@@ -565,18 +581,26 @@ private:
     return Status::success();
   }
 
-  Expected<Affine> bracketedIndex() {
+  // '[' affine [ '+' VALUE ] ']', or '[' VALUE ']': a load's or store's
+  // index with its optional dynamic part.
+  Status bracketedIndex(Inst &i) {
     KILN_RETURN_IF_ERROR(expect(Tok::LBracket, "'['"));
-    KILN_ASSIGN_OR_RETURN(Affine a, affine());
-    KILN_RETURN_IF_ERROR(expect(Tok::RBracket, "']'"));
-    return a;
+    KILN_ASSIGN_OR_RETURN(i.index, affine(&i.dynIndex));
+    return expect(Tok::RBracket, "']'");
   }
 
-  Expected<Affine> affine() {
+  // `dynIndex`, when given, may receive one SSA value as the last term.
+  Expected<Affine> affine(int *dynIndex = nullptr) {
     Affine a;
     for (;;) {
       kir::Term term;
       bool hasCoeff = false;
+      if (dynIndex && at(Tok::Value)) {
+        KILN_ASSIGN_OR_RETURN(*dynIndex, value());
+        if (at(Tok::Plus) || at(Tok::Star))
+          return error("the value term of an index comes last and alone");
+        return a;
+      }
       for (;;) {
         if (at(Tok::Number)) {
           if (hasCoeff) return error("a term has at most one coefficient");

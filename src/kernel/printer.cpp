@@ -128,6 +128,14 @@ private:
   // coeff * %loopvar * %param, leaving out a coefficient of 1 unless it is
   // the whole term; terms are joined by " + " (a negative coefficient keeps
   // its sign: `%i0 + -1`), and no terms is `0`.
+  // A load's or store's index: the affine part, then the dynamic value as a
+  // last term (`%i0 * %n + %7`; `%7` alone when the affine part is empty).
+  std::string index(const Inst &i) const {
+    if (i.dynIndex < 0) return affine(i.index);
+    if (i.index.terms.empty()) return value(i.dynIndex);
+    return affine(i.index) + " + " + value(i.dynIndex);
+  }
+
   std::string affine(const Affine &a) const {
     if (a.terms.empty()) return "0";
     std::string s;
@@ -154,8 +162,14 @@ private:
       out_.append(2 * static_cast<size_t>(depth), ' ');
       out_ += "}\n";
       return;
+    case Opcode::If:
+      out_ += "if " + operand(i, 0) + " {\n";
+      for (const Inst &b : i.body) inst(b, depth + 1);
+      out_.append(2 * static_cast<size_t>(depth), ' ');
+      out_ += "}\n";
+      return;
     case Opcode::Store:
-      out_ += "store " + buffer(i.buffer) + "[" + affine(i.index) + "], " + operand(i, 0) + "\n";
+      out_ += "store " + buffer(i.buffer) + "[" + index(i) + "], " + operand(i, 0) + "\n";
       return;
     case Opcode::VarWrite:
       out_ += "write " + var(i.var) + ", " + operand(i, 0) + "\n";
@@ -168,7 +182,9 @@ private:
       out_ += isFloat(i.type) ? floatConstText(i.type, i.fimm) : intConstText(i.type, i.iimm);
       out_ += " : " + type(i.type);
     } else if (i.op == Opcode::Load) {
-      out_ += buffer(i.buffer) + "[" + affine(i.index) + "]";
+      out_ += buffer(i.buffer) + "[" + index(i) + "]";
+    } else if (i.op == Opcode::Index) {
+      out_ += affine(i.index);
     } else if (i.op == Opcode::VarRead) {
       out_ += var(i.var);
     } else if (i.op == Opcode::Cast) {

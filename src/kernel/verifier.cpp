@@ -28,7 +28,7 @@ std::string typeName(DType t) {
 }
 
 bool isFloatOnly(Opcode op) {
-  return (op >= Opcode::Exp && op <= Opcode::Recip) || op == Opcode::Pow;
+  return (op >= Opcode::Exp && op <= Opcode::Atanh) || op == Opcode::Pow;
 }
 bool isNumericOnly(Opcode op) {
   return op == Opcode::Neg || op == Opcode::Abs || (op >= Opcode::Add && op <= Opcode::Min) ||
@@ -37,6 +37,7 @@ bool isNumericOnly(Opcode op) {
 bool isBitwise(Opcode op) {
   return op == Opcode::Not || op == Opcode::And || op == Opcode::Or || op == Opcode::Xor;
 }
+bool isShift(Opcode op) { return op == Opcode::Shl || op == Opcode::Shr; }
 
 // The range of an integer type's values, as int64 (u64 takes any bits).
 bool fitsType(DType t, int64_t v) {
@@ -53,7 +54,8 @@ bool fitsType(DType t, int64_t v) {
 }
 
 size_t operandCount(Opcode op) {
-  if (op == Opcode::Const || op == Opcode::Load || op == Opcode::VarRead || op == Opcode::Loop)
+  if (op == Opcode::Const || op == Opcode::Load || op == Opcode::VarRead || op == Opcode::Loop ||
+      op == Opcode::Index)
     return 0;
   if (isBinary(op) || isCompare(op)) return 2;
   return op == Opcode::Select ? 3 : 1;
@@ -90,6 +92,8 @@ private:
     switch (i.op) {
     case Opcode::Loop:
       return scheduleText(i.schedule) + " %i" + std::to_string(i.loopVar);
+    case Opcode::If:
+      return "if";
     case Opcode::Store:
       return "store" + (inRange(k_.buffers, i.buffer) ? " %" + k_.buffers[i.buffer].name : "");
     case Opcode::VarWrite:
@@ -136,9 +140,24 @@ private:
     for (const Inst &i : body) {
       if (i.op == Opcode::Loop)
         KILN_RETURN_IF_ERROR(loop(i, depth, inParallel));
+      else if (i.op == Opcode::If)
+        KILN_RETURN_IF_ERROR(conditional(i, depth, inParallel));
       else
         KILN_RETURN_IF_ERROR(inst(i, inParallel));
     }
+    return Status::success();
+  }
+
+  // An if is a scope like a loop's body (its values are not visible after
+  // it) and counts as nesting, so a parallel loop cannot hide inside one.
+  Status conditional(const Inst &i, int depth, bool inParallel) {
+    if (i.result != -1) return fail(i, "an if has no result");
+    if (i.operands.size() != 1) return fail(i, strCat("has ", i.operands.size(), " operands, expected 1"));
+    KILN_RETURN_IF_ERROR(expectOperand(i, 0, DType::Bool));
+    size_t mark = scope_.size();
+    KILN_RETURN_IF_ERROR(block(i.body, depth + 1, inParallel));
+    for (size_t s = mark; s < scope_.size(); ++s) values_[scope_[s]] = Seen::Gone;
+    scope_.resize(mark);
     return Status::success();
   }
 
@@ -197,8 +216,8 @@ private:
   }
 
   // The type of operand n, which must be visible here.
-  Expected<DType> operand(const Inst &i, size_t n) const {
-    int v = i.operands[n];
+  Expected<DType> operand(const Inst &i, size_t n) const { return valueType(i, i.operands[n]); }
+  Expected<DType> valueType(const Inst &i, int v) const {
     if (!inRange(values_, v) || values_[v] == Seen::Never)
       return fail(i, strCat("operand %", v, " is not defined before its use"));
     if (values_[v] == Seen::Gone)
@@ -215,6 +234,8 @@ private:
 
   Status inst(const Inst &i, bool inParallel) {
     if (i.op > Opcode::Cast) return fail(i, "unknown opcode");
+    if (i.dynIndex != -1 && i.op != Opcode::Load && i.op != Opcode::Store)
+      return fail(i, "only loads and stores have a dynamic index");
     bool effect = i.op == Opcode::Store || i.op == Opcode::VarWrite;
     if (effect && i.result != -1) return fail(i, strCat("has a result %", i.result));
     if (!effect && !inRange(values_, i.result))
@@ -255,6 +276,12 @@ private:
         return fail(i, strCat("has type ", typeName(i.type), ", but buffer %", b.name, " holds ",
                               typeName(b.dtype)));
       KILN_RETURN_IF_ERROR(affine(i, i.index, "index", true));
+      if (i.dynIndex != -1) {
+        KILN_ASSIGN_OR_RETURN(DType t, valueType(i, i.dynIndex));
+        if (t != DType::I64)
+          return fail(i, strCat("dynamic index %", i.dynIndex, " has type ", typeName(t),
+                                ", expected i64"));
+      }
       if (!store) return Status::success();
       if (!b.output) return fail(i, "buffer %" + b.name + " is an input; stores go to outputs");
       if (hasParallel_ && !inParallel)
@@ -278,6 +305,9 @@ private:
       return expectOperand(i, 2, i.type);
     case Opcode::Cast:
       return expectOperand(i, 0, i.castFrom);
+    case Opcode::Index:
+      if (i.type != DType::I64) return fail(i, "has type " + typeName(i.type) + ", expected i64");
+      return affine(i, i.index, "index", true);
     default:
       break;
     }
@@ -293,6 +323,7 @@ private:
       return fail(i, "type " + typeName(t) + " is not a numeric type");
     if (isBitwise(i.op) && !isInt(t) && t != DType::Bool)
       return fail(i, "type " + typeName(t) + " is not an integer or bool type");
+    if (isShift(i.op) && !isInt(t)) return fail(i, "type " + typeName(t) + " is not an integer type");
     for (size_t n = 0; n < i.operands.size(); ++n) KILN_RETURN_IF_ERROR(expectOperand(i, n, t));
     return Status::success();
   }

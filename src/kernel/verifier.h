@@ -21,7 +21,10 @@
 //    and unroll factor are >= 1; for and parallel loops have width 1, which
 //    the text does not show.
 // 4. Indices: params and buffers, vars and loop variables referred to exist.
-// 5. Types: a load has its buffer's type, a store stores it; read and write
+// 5. Types: a load has its buffer's type, a store stores it; a dynamic
+//    index (load/store only) is an i64 value visible there; `index` is i64
+//    and its affine expression may use loop variables; an if's condition is
+//    bool, and its body is a scope (like a loop's) nested one level deeper; read and write
 //    have their var's type; stores go to output buffers only (output buffers
 //    may also be loaded: a reduction reads what it wrote). Unary and binary
 //    operands have the instruction's type; comparisons take operands of
@@ -30,13 +33,18 @@
 //    Integer constants fit their type (bool: 0 or 1; u64: any bits).
 // 6. Opcodes by type class:
 //      float only:          exp log sqrt rsqrt tanh sigmoid erf floor ceil
-//                           round recip pow
+//                           round recip pow sin cos tan asin acos atan sinh
+//                           cosh asinh acosh atanh
 //      numeric (not bool):  neg abs add sub mul div max min, and the ordered
 //                           comparisons lt le gt ge
 //      numeric:             mod (the remainder of truncating division, as C's
 //                           % and fmod: the sign of the dividend; ONNX's
-//                           Python-style integer Mod is built from it)
+//                           Python-style integer Mod is built from it).
+//                           Integer div and mod never trap: a zero divisor
+//                           gives 0, and MIN / -1 wraps to MIN (mod: 0).
 //      integer or bool:     not and or xor (bitwise; logical on bool)
+//      integer:             shl shr (a shift by the width or more gives 0;
+//                           shr is arithmetic on signed types)
 //      any type:            eq ne select cast const load store read write
 #pragma once
 

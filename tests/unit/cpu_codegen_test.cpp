@@ -10,6 +10,8 @@
 #include "kernel/parser.h"
 #include "kernel/verifier.h"
 
+#include "support/half.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -130,6 +132,129 @@ TEST_P(CpuCodegen, CompilesEveryKernelIrTestFile) {
   ASSERT_TRUE(jit.ok());
   ASSERT_TRUE((*jit)->addObject(*object).ok());
   for (const kir::Kernel &k : kernels) EXPECT_TRUE((*jit)->lookup(k.name).ok()) << k.name;
+}
+
+// Compiles `text` (one kernel) for the target and returns its entry.
+codegen::KernelEntry compileOne(const codegen::CpuTarget &target, const std::string &text,
+                                std::unique_ptr<codegen::CpuJit> &jit) {
+  auto k = parseKernel(text, "test.kir");
+  EXPECT_TRUE(k.ok()) << k.error().message;
+  if (!k.ok()) return nullptr;
+  Status v = verifyKernel(*k);
+  EXPECT_TRUE(v.ok()) << v.error().message;
+  auto object = codegen::compileKernels({*k}, target);
+  EXPECT_TRUE(object.ok()) << object.error().message;
+  auto created = codegen::CpuJit::create();
+  EXPECT_TRUE(created.ok());
+  jit = std::move(*created);
+  EXPECT_TRUE(jit->addObject(*object).ok());
+  auto fn = jit->lookup(k->name);
+  EXPECT_TRUE(fn.ok());
+  return fn.ok() ? *fn : nullptr;
+}
+
+// f32 -> f16/bf16 -> f32 round trips in generated code agree bit for bit
+// with support/half.h (the hardware path on F16C levels, the integer path
+// on the x86-64 baseline), over normals, subnormals, ties, overflow and NaN.
+TEST_P(CpuCodegen, SixteenBitFloatsRoundLikeSupportHalf) {
+  std::unique_ptr<codegen::CpuJit> jit;
+  codegen::KernelEntry fn = compileOne(target_, R"(
+kernel @round16(%x: f32, %h: f16 out, %b: bf16 out, %hx: f32 out, %bx: f32 out) params(%n) {
+  vector(8) %i0 = 0 to %n {
+    %0 = load %x[%i0]
+    %1 = cast %0 : f32 to f16
+    store %h[%i0], %1
+    %2 = cast %0 : f32 to bf16
+    store %b[%i0], %2
+    %3 = cast %1 : f16 to f32
+    store %hx[%i0], %3
+    %4 = cast %2 : bf16 to f32
+    store %bx[%i0], %4
+  }
+})", jit);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x = testInputs();
+  for (float v : {65504.0f, 65519.0f, 65520.0f, 6.1e-5f, 5.96e-8f, 2.98e-8f, 3e-8f, 1.0009765625f,
+                  1.00048828125f, 1.00146484375f, -7e-6f, 1.0039062f, 1.01171875f})
+    x.push_back(v);
+  for (uint32_t bits = 0; bits < 0xffffffffu - 0x01234567u; bits += 0x01234567u)
+    x.push_back(bitsToFloat(bits));
+  const size_t n = x.size();
+  std::vector<uint16_t> h(n), b(n);
+  std::vector<float> hx(n), bx(n);
+  void *buffers[] = {x.data(), h.data(), b.data(), hx.data(), bx.data()};
+  int64_t params[] = {static_cast<int64_t>(n)};
+  fn(buffers, params, 0, 0);
+  for (size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(::testing::Message() << x[i] << " on " << GetParam());
+    const uint16_t wantH = Half(x[i]).bits, wantB = BFloat16(x[i]).bits;
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(float(Half::toFloat(h[i]))));
+      EXPECT_TRUE(std::isnan(hx[i]) && std::isnan(bx[i]));
+      continue;
+    }
+    EXPECT_EQ(h[i], wantH);
+    EXPECT_EQ(b[i], wantB);
+    EXPECT_EQ(floatBits(hx[i]), floatBits(float(Half(x[i]))));
+    EXPECT_EQ(floatBits(bx[i]), floatBits(float(BFloat16(x[i]))));
+  }
+}
+
+// Integer division and shifts never trap or give poison (verifier.h), and a
+// data-dependent index with a conditional status store works.
+TEST_P(CpuCodegen, IntegerEdgeCasesAndDynamicIndices) {
+  std::unique_ptr<codegen::CpuJit> jit;
+  codegen::KernelEntry fn = compileOne(target_, R"(
+kernel @edges(%a: i32, %d: i32, %u: u8, %idx: i64, %q: i32 out, %r: i32 out, %shl: u8 out, %shr: i32 out, %g: i32 out, %status: i64 out) params(%n) {
+  for %i0 = 0 to %n {
+    %0 = load %a[%i0]
+    %1 = load %d[%i0]
+    %2 = div %0, %1 : i32
+    store %q[%i0], %2
+    %3 = mod %0, %1 : i32
+    store %r[%i0], %3
+    %4 = load %u[%i0]
+    %5 = cast %1 : i32 to u8
+    %6 = shl %4, %5 : u8
+    store %shl[%i0], %6
+    %7 = shr %0, %1 : i32
+    store %shr[%i0], %7
+    %8 = load %idx[%i0]
+    %9 = index %n
+    %10 = ge %8, %9 : i64
+    if %10 {
+      %11 = const 7 : i64
+      store %status[0], %11
+    }
+    %12 = const 0 : i64
+    %13 = const 1 : i64
+    %14 = sub %9, %13 : i64
+    %15 = min %8, %14 : i64
+    %16 = max %15, %12 : i64
+    %17 = load %a[%16]
+    store %g[%i0], %17
+  }
+})", jit);
+  ASSERT_NE(fn, nullptr);
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  std::vector<int32_t> a = {7, -7, 7, kMin, 5, -1};
+  std::vector<int32_t> d = {2, 2, 0, -1, 40, 31};
+  std::vector<uint8_t> u = {1, 3, 255, 9, 1, 128};
+  std::vector<int64_t> idx = {5, 0, 3, 6, 2, 1};
+  const size_t n = a.size();
+  std::vector<int32_t> q(n), r(n), shr(n), g(n);
+  std::vector<uint8_t> shl(n);
+  int64_t status = 0;
+  void *buffers[] = {a.data(), d.data(), u.data(), idx.data(), q.data(), r.data(),
+                     shl.data(), shr.data(), g.data(), &status};
+  int64_t params[] = {static_cast<int64_t>(n)};
+  fn(buffers, params, 0, 0);
+  EXPECT_EQ(q, (std::vector<int32_t>{3, -3, 0, kMin, 0, 0}));
+  EXPECT_EQ(r, (std::vector<int32_t>{1, -1, 0, 0, 5, -1}));
+  EXPECT_EQ(shl, (std::vector<uint8_t>{4, 12, 255, 0, 0, 0}));
+  EXPECT_EQ(shr, (std::vector<int32_t>{1, -2, 7, -1, 0, -1}));
+  EXPECT_EQ(g, (std::vector<int32_t>{-1, 7, kMin, -1, 7, -7}));
+  EXPECT_EQ(status, 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, CpuCodegen, ::testing::ValuesIn(kLevels),

@@ -308,7 +308,7 @@ TEST(KernelIrParser, ReportsUnknownOpcodesAndTypesAtTheirPosition) {
             "test.kir:2:8: 'store' has no result");
   EXPECT_EQ(
       parseError(kernelWith("  frob %x\n")),
-      "test.kir:2:3: expected an instruction (%N = ..., store, write or a loop), found 'frob'");
+      "test.kir:2:3: expected an instruction (%N = ..., store, write, if or a loop), found 'frob'");
 }
 
 TEST(KernelIrParser, ReportsUndefinedNamesAndNamesOfTheWrongKind) {

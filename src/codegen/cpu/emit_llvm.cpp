@@ -1,5 +1,6 @@
 #include "codegen/cpu/emit_llvm.h"
 
+#include "codegen/cpu/emit_convert.h"
 #include "codegen/cpu/emit_math.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -14,22 +15,24 @@ namespace {
 using kir::Inst;
 using kir::Opcode;
 
-// The LLVM type of a value of `t` in registers (Bool is i1) or in memory
-// (Bool is a byte).
+// The LLVM type of a value of `t` in registers (Bool is i1; 16-bit floats
+// are computed in f32, kernel_ir.h) or in memory (Bool is a byte, 16-bit
+// floats are their bits).
 llvm::Type *registerType(llvm::LLVMContext &c, DType t) {
   switch (t) {
-  case DType::F32: return llvm::Type::getFloatTy(c);
+  case DType::F32: case DType::F16: case DType::BF16: return llvm::Type::getFloatTy(c);
   case DType::F64: return llvm::Type::getDoubleTy(c);
-  case DType::F16: return llvm::Type::getHalfTy(c);
-  case DType::BF16: return llvm::Type::getBFloatTy(c);
   case DType::Bool: return llvm::Type::getInt1Ty(c);
   default: return llvm::Type::getIntNTy(c, static_cast<unsigned>(dtypeSize(t) * 8));
   }
 }
 
 llvm::Type *memoryType(llvm::LLVMContext &c, DType t) {
+  if (t == DType::F16 || t == DType::BF16) return llvm::Type::getInt16Ty(c);
   return t == DType::Bool ? llvm::Type::getInt8Ty(c) : registerType(c, t);
 }
+
+bool isHalfFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 class Emitter {
 public:
@@ -42,6 +45,13 @@ private:
   Status emitBlock(const std::vector<Inst> &insts);
   Status emitInst(const Inst &i);
   Status emitLoop(const Inst &loop);
+  Status emitIf(const Inst &branch);
+  llvm::Value *toMemory(DType t, llvm::Value *v);
+  llvm::Value *fromMemory(DType t, llvm::Value *v);
+  // Rounds an f32 register value to the precision of a 16-bit float type.
+  llvm::Value *roundTo(DType t, llvm::Value *v) { return fromMemory(t, toMemory(t, v)); }
+  llvm::Value *libmCall(const char *name, llvm::Value *a);
+  llvm::Value *safeDivisor(const Inst &i, llvm::Value *a, llvm::Value *b);
   llvm::Value *affine(const kir::Affine &a);
   llvm::Value *address(const Inst &i);
   llvm::Value *value(int n) const { return values_[n]; }
@@ -64,6 +74,7 @@ private:
   std::vector<llvm::AllocaInst *> vars_;
   llvm::Value *begin_ = nullptr, *end_ = nullptr;
   int vectorDepth_ = 0; // > 0 inside a loop scheduled Vector
+  bool nativeHalf_ = false; // the target converts halfs in hardware (F16C)
 };
 
 Status Emitter::run() {
@@ -78,6 +89,7 @@ Status Emitter::run() {
   bodyArgs.insert(bodyArgs.end(), k_.params.size() + 2, i64);
   auto *bodyType = llvm::FunctionType::get(b_.getVoidTy(), bodyArgs, false);
   fn_ = llvm::Function::Create(bodyType, llvm::Function::InternalLinkage, k_.name + ".body", m_);
+  nativeHalf_ = ("," + target_.features + ",").find(",+f16c,") != std::string::npos;
   fn_->addFnAttr(llvm::Attribute::AlwaysInline);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
   if (target_.vectorBits >= 512) fn_->addFnAttr("prefer-vector-width", "512");
@@ -136,32 +148,62 @@ llvm::Value *Emitter::affine(const kir::Affine &a) {
 }
 
 llvm::Value *Emitter::address(const Inst &i) {
+  llvm::Value *index = affine(i.index);
+  if (i.dynIndex >= 0) index = b_.CreateNSWAdd(index, value(i.dynIndex));
   return b_.CreateInBoundsGEP(memoryType(c_, k_.buffers[i.buffer].dtype), buffers_[i.buffer],
-                              affine(i.index));
+                              index);
+}
+
+llvm::Value *Emitter::toMemory(DType t, llvm::Value *v) {
+  if (t == DType::Bool) return b_.CreateZExt(v, b_.getInt8Ty());
+  if (t == DType::F16) return emitFloatToHalf(b_, v, nativeHalf_);
+  if (t == DType::BF16) return emitFloatToBFloat(b_, v);
+  return v;
+}
+
+llvm::Value *Emitter::fromMemory(DType t, llvm::Value *v) {
+  if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
+  if (t == DType::F16) return emitHalfToFloat(b_, v, nativeHalf_);
+  if (t == DType::BF16) return emitBFloatToFloat(b_, v);
+  return v;
+}
+
+// A call of the C library's float (f32) or double (f64) function `name`.
+llvm::Value *Emitter::libmCall(const char *name, llvm::Value *a) {
+  const bool dbl = a->getType()->isDoubleTy();
+  std::string symbol = dbl ? name : std::string(name) + "f";
+  llvm::FunctionCallee fn = m_.getOrInsertFunction(symbol, a->getType(), a->getType());
+  if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setWillReturn();
+  }
+  return b_.CreateCall(fn, {a});
 }
 
 Status Emitter::emitInst(const Inst &i) {
   switch (i.op) {
   case Opcode::Loop:
     return emitLoop(i);
+  case Opcode::If:
+    return emitIf(i);
   case Opcode::Const: {
     llvm::Type *t = registerType(c_, i.type);
-    values_[i.result] = isFloat(i.type) ? llvm::ConstantFP::get(t, i.fimm)
+    double f = i.fimm;
+    if (i.type == DType::F16) f = static_cast<float>(Half(static_cast<float>(f)));
+    if (i.type == DType::BF16) f = static_cast<float>(BFloat16(static_cast<float>(f)));
+    values_[i.result] = isFloat(i.type) ? llvm::ConstantFP::get(t, f)
                                         : llvm::ConstantInt::get(t, static_cast<uint64_t>(i.iimm));
     return Status::success();
   }
-  case Opcode::Load: {
-    llvm::Value *v = b_.CreateLoad(memoryType(c_, i.type), address(i));
-    if (i.type == DType::Bool) v = b_.CreateICmpNE(v, b_.getInt8(0));
-    values_[i.result] = v;
+  case Opcode::Index:
+    values_[i.result] = affine(i.index);
     return Status::success();
-  }
-  case Opcode::Store: {
-    llvm::Value *v = value(i.operands[0]);
-    if (i.type == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
-    b_.CreateStore(v, address(i));
+  case Opcode::Load:
+    values_[i.result] = fromMemory(i.type, b_.CreateLoad(memoryType(c_, i.type), address(i)));
     return Status::success();
-  }
+  case Opcode::Store:
+    b_.CreateStore(toMemory(i.type, value(i.operands[0])), address(i));
+    return Status::success();
   case Opcode::VarRead:
     values_[i.result] = b_.CreateLoad(registerType(c_, i.type), vars_[i.var]);
     return Status::success();
@@ -180,8 +222,10 @@ Status Emitter::emitInst(const Inst &i) {
   }
   if (kir::isUnary(i.op)) {
     KILN_ASSIGN_OR_RETURN(values_[i.result], unary(i, value(i.operands[0])));
+    if (isHalfFloat(i.type)) values_[i.result] = roundTo(i.type, values_[i.result]);
   } else if (kir::isBinary(i.op)) {
     KILN_ASSIGN_OR_RETURN(values_[i.result], binary(i, value(i.operands[0]), value(i.operands[1])));
+    if (isHalfFloat(i.type)) values_[i.result] = roundTo(i.type, values_[i.result]);
   } else if (kir::isCompare(i.op)) {
     values_[i.result] = compare(i, value(i.operands[0]), value(i.operands[1]));
   } else {
@@ -243,6 +287,17 @@ Status Emitter::emitLoop(const Inst &loop) {
   return Status::success();
 }
 
+Status Emitter::emitIf(const Inst &branch) {
+  llvm::BasicBlock *then = llvm::BasicBlock::Create(c_, "then", fn_);
+  llvm::BasicBlock *done = llvm::BasicBlock::Create(c_, "endif", fn_);
+  b_.CreateCondBr(value(branch.operands[0]), then, done);
+  b_.SetInsertPoint(then);
+  KILN_RETURN_IF_ERROR(emitBlock(branch.body));
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  return Status::success();
+}
+
 Expected<llvm::Value *> Emitter::unary(const Inst &i, llvm::Value *a) {
   if (isFloat(i.type)) {
     // Inside vector loops float math may be reassociated and contracted
@@ -272,6 +327,17 @@ Expected<llvm::Value *> Emitter::unary(const Inst &i, llvm::Value *a) {
     case Opcode::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, a);
     case Opcode::Round: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, a);
     case Opcode::Recip: return b_.CreateFDiv(llvm::ConstantFP::get(t, 1.0), a);
+    case Opcode::Sin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, a);
+    case Opcode::Cos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, a);
+    case Opcode::Tan: return libmCall("tan", a);
+    case Opcode::Asin: return libmCall("asin", a);
+    case Opcode::Acos: return libmCall("acos", a);
+    case Opcode::Atan: return libmCall("atan", a);
+    case Opcode::Sinh: return libmCall("sinh", a);
+    case Opcode::Cosh: return libmCall("cosh", a);
+    case Opcode::Asinh: return libmCall("asinh", a);
+    case Opcode::Acosh: return libmCall("acosh", a);
+    case Opcode::Atanh: return libmCall("atanh", a);
     default: return unsupported(i);
     }
   }
@@ -312,8 +378,28 @@ Expected<llvm::Value *> Emitter::binary(const Inst &i, llvm::Value *a, llvm::Val
   case Opcode::Add: return b_.CreateAdd(a, b);
   case Opcode::Sub: return b_.CreateSub(a, b);
   case Opcode::Mul: return b_.CreateMul(a, b);
-  case Opcode::Div: return isSigned ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
-  case Opcode::Mod: return isSigned ? b_.CreateSRem(a, b) : b_.CreateURem(a, b);
+  case Opcode::Div: case Opcode::Mod: {
+    // Never trap (verifier.h): x / 0 = 0, MIN / -1 = MIN, x % 0 = 0.
+    llvm::Value *zero = llvm::ConstantInt::get(a->getType(), 0);
+    llvm::Value *divisorZero = b_.CreateICmpEQ(b, zero);
+    llvm::Value *d = safeDivisor(i, a, b);
+    llvm::Value *r = i.op == Opcode::Div ? (isSigned ? b_.CreateSDiv(a, d) : b_.CreateUDiv(a, d))
+                                         : (isSigned ? b_.CreateSRem(a, d) : b_.CreateURem(a, d));
+    return b_.CreateSelect(divisorZero, zero, r);
+  }
+  case Opcode::Shl: case Opcode::Shr: {
+    // Shifts by the width or more (or negative amounts) give 0 (sign bits
+    // for an arithmetic right shift), where LLVM would give poison.
+    const unsigned bits = a->getType()->getScalarSizeInBits();
+    llvm::Value *tooFar = b_.CreateICmpUGE(b, llvm::ConstantInt::get(a->getType(), bits));
+    llvm::Value *amount = b_.CreateSelect(tooFar, llvm::ConstantInt::get(a->getType(), 0), b);
+    if (i.op == Opcode::Shl)
+      return b_.CreateSelect(tooFar, llvm::ConstantInt::get(a->getType(), 0), b_.CreateShl(a, amount));
+    if (!isSigned)
+      return b_.CreateSelect(tooFar, llvm::ConstantInt::get(a->getType(), 0), b_.CreateLShr(a, amount));
+    return b_.CreateSelect(tooFar, b_.CreateAShr(a, llvm::ConstantInt::get(a->getType(), bits - 1)),
+                           b_.CreateAShr(a, amount));
+  }
   case Opcode::Max:
     return b_.CreateBinaryIntrinsic(isSigned ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, b);
   case Opcode::Min:
@@ -323,6 +409,23 @@ Expected<llvm::Value *> Emitter::binary(const Inst &i, llvm::Value *a, llvm::Val
   case Opcode::Xor: return b_.CreateXor(a, b);
   default: return unsupported(i);
   }
+}
+
+// The divisor with the trapping cases (0, and -1 under MIN for signed
+// types) replaced by 1; the caller selects the results of those cases.
+llvm::Value *Emitter::safeDivisor(const Inst &i, llvm::Value *a, llvm::Value *b) {
+  llvm::Type *t = a->getType();
+  llvm::Value *one = llvm::ConstantInt::get(t, 1);
+  llvm::Value *bad = b_.CreateICmpEQ(b, llvm::ConstantInt::get(t, 0));
+  if (isSignedInt(i.type)) {
+    const unsigned bits = t->getScalarSizeInBits();
+    llvm::Value *minValue = llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(bits));
+    llvm::Value *overflow = b_.CreateAnd(b_.CreateICmpEQ(a, minValue),
+                                         b_.CreateICmpEQ(b, llvm::ConstantInt::getSigned(t, -1)));
+    // MIN / 1 = MIN (the wrapped quotient) and MIN % 1 = 0, as wanted.
+    bad = b_.CreateOr(bad, overflow);
+  }
+  return b_.CreateSelect(bad, one, b);
 }
 
 llvm::Value *Emitter::compare(const Inst &i, llvm::Value *a, llvm::Value *b) {
@@ -351,6 +454,12 @@ llvm::Value *Emitter::cast(const Inst &i, llvm::Value *a) {
   const DType from = i.castFrom, to = i.type;
   llvm::Type *t = registerType(c_, to);
   if (from == to) return a;
+  if (isHalfFloat(to) && from != DType::Bool) {
+    // Through f32 (the register type), then rounded to the 16-bit type.
+    Inst toF32 = i;
+    toF32.type = DType::F32;
+    return roundTo(to, cast(toF32, a));
+  }
   if (to == DType::Bool) {
     if (isFloat(from)) return b_.CreateFCmpUNE(a, llvm::ConstantFP::get(a->getType(), 0.0));
     return b_.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));

@@ -1,0 +1,21 @@
+// Conversions between the 16-bit float storage types (f16, bf16) and f32 as
+// straight-line integer LLVM IR, for scalars and vectors alike. The Kernel
+// IR computes on 16-bit floats in f32 (kernel_ir.h): values are widened
+// when loaded and rounded (to nearest even, as support/half.h and ONNX
+// Runtime do) when stored or cast. Targets with F16C convert halfs with the
+// hardware instruction instead (`nativeHalf`); bfloat16 always takes the
+// integer path, which is a shift and an add.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace kiln::codegen {
+
+// i16 bits (or a vector of them) -> f32.
+llvm::Value *emitHalfToFloat(llvm::IRBuilder<> &b, llvm::Value *bits, bool nativeHalf);
+llvm::Value *emitBFloatToFloat(llvm::IRBuilder<> &b, llvm::Value *bits);
+// f32 -> i16 bits, rounded to nearest even; NaN stays NaN, overflow is inf.
+llvm::Value *emitFloatToHalf(llvm::IRBuilder<> &b, llvm::Value *f, bool nativeHalf);
+llvm::Value *emitFloatToBFloat(llvm::IRBuilder<> &b, llvm::Value *f);
+
+} // namespace kiln::codegen
