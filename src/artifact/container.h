@@ -36,7 +36,7 @@
 
 namespace kiln::artifact {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2; // 2: general variants, dispatch steps
 inline constexpr size_t kHeaderSize = 64;
 inline constexpr size_t kSectionEntrySize = 24;
 inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};

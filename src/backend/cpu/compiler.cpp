@@ -17,6 +17,8 @@
 #include "lower/elementwise.h"
 #include "lower/reduce.h"
 #include "lower/elementwise_ops.h"
+#include "lower/ops.h"
+#include "runtime/cpu/dispatch_step.h"
 #include "passes/pipeline.h"
 #include "passes/rewrite.h"
 
@@ -76,6 +78,8 @@ public:
   std::vector<kir::Kernel> kernels;
   // Each kernel step with the index of the kernel it runs.
   std::vector<std::pair<KernelStep *, int>> kernelSteps;
+  // Each dispatch with the indices of its launches' kernels.
+  std::vector<std::pair<DispatchStep *, std::vector<int>>> dispatchSteps;
 
 private:
   Expected<int> slotOf(Scope &scope, const Value *v);
@@ -87,6 +91,16 @@ private:
   bool tryMicrokernel(Scope &scope, const Node &node);
   bool tryReduction(Scope &scope, const Node &node);
   bool tryPrecompute(Scope &scope, const Node &node);
+  // The node's Kernel IR lowering (lower/ops.h) as a dispatch step over
+  // the given slots; an error is a form the lowering does not cover.
+  Expected<std::unique_ptr<DispatchStep>> lowerToDispatch(Scope &scope, const Node &node,
+                                                          std::vector<int> in, std::vector<int> out);
+  // The general variant (program.h) of a specialized step computing `node`:
+  // its Kernel IR dispatch, or (until every op has one) the interpreter.
+  std::unique_ptr<Step> generalVariantOf(Scope &scope, const Node &node,
+                                         const std::vector<int> &in, const std::vector<int> &out);
+  // The compile-time value of `v` in this scope, or null.
+  const Tensor *constantValue(Scope &scope, const Value *v);
   // Adds a kernel to compile, or finds an identical one; returns its index
   // and renames `kernel` to the one that will run.
   int internKernel(kir::Kernel &kernel);
@@ -207,8 +221,11 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
     label.back() = ']';
   }
   std::vector<int> nodeIn = nodeInputSlots(scope, node);
-  auto fallback = std::make_unique<InterpStep>(node, nodeIn, out,
-                                               std::vector<std::pair<const Value *, int>>{});
+  // With static shapes the kernel fits every run: no general variant.
+  bool allStatic = true;
+  for (const Value *v : nodeInputs) allStatic &= v->type().isTensor() && v->type().shape().isStatic();
+  std::unique_ptr<Step> fallback =
+      allStatic ? nullptr : generalVariantOf(scope, node, nodeIn, out);
   lowered->launch.symbol = lowered->kernel.name; // after internKernel's renaming
   auto step = std::make_unique<ElementwiseStep>(label, std::move(lowered->launch), in, out,
                                                 outTypes, std::move(fallback));
@@ -282,6 +299,53 @@ int ProgramBuilder::internKernel(kir::Kernel &kernel) {
   return it->second;
 }
 
+const Tensor *ProgramBuilder::constantValue(Scope &scope, const Value *v) {
+  if (!v) return nullptr;
+  auto slot = slotOf(scope, v);
+  if (!slot.ok()) return nullptr;
+  for (const auto &[constSlot, value] : scope.program->constants)
+    if (constSlot == *slot && value.isTensor()) return &value.tensor;
+  return nullptr;
+}
+
+Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &scope,
+                                                                         const Node &node,
+                                                                         std::vector<int> in,
+                                                                         std::vector<int> out) {
+  lower::LowerFn lower = lower::kernelLoweringOf(node.op());
+  if (!lower) return makeError(node.describe(), ": no Kernel IR lowering");
+  lower::DispatchBuilder d(node, "k" + std::to_string(kernels.size()),
+                           [&](const Value *v) { return constantValue(scope, v); });
+  if (Status s = lower(d); !s.ok()) return makeError(node.describe(), ": ", s.error().message);
+  KILN_ASSIGN_OR_RETURN(lower::LoweredDispatch lowered, d.finish());
+  std::vector<int> indices;
+  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
+    const int index = internKernel(lowered.kernels[k]);
+    if (index < 0)
+      return makeError(node.describe(), ": its lowered kernel does not verify (a kiln bug)");
+    lowered.recipe.launches[k].symbol = lowered.kernels[k].name; // after renaming
+    indices.push_back(index);
+  }
+  std::string label = "kernel " +
+                      (lowered.kernels.empty() ? std::string("-") : lowered.kernels[0].name) +
+                      " " + node.describe();
+  auto step = std::make_unique<DispatchStep>(std::move(label), std::move(in), std::move(out),
+                                             std::move(lowered.recipe));
+  KILN_RETURN_IF_ERROR(step->prepare());
+  dispatchSteps.emplace_back(step.get(), std::move(indices));
+  return step;
+}
+
+std::unique_ptr<Step> ProgramBuilder::generalVariantOf(Scope &scope, const Node &node,
+                                                       const std::vector<int> &in,
+                                                       const std::vector<int> &out) {
+  if (lower::kernelLoweringOf(node.op())) {
+    auto step = lowerToDispatch(scope, node, in, out);
+    if (step.ok()) return std::move(*step);
+  }
+  return std::make_unique<InterpStep>(node, in, out, std::vector<std::pair<const Value *, int>>{});
+}
+
 bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
   if (!lower::canLowerReduction(node)) return false;
   auto lowered = lower::lowerReduction(node, "k" + std::to_string(kernels.size()),
@@ -294,8 +358,7 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
   std::vector<int> in = nodeInputSlots(scope, node);
   std::vector<int> out;
   for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
-  auto fallback = std::make_unique<InterpStep>(node, in, out,
-                                               std::vector<std::pair<const Value *, int>>{});
+  std::unique_ptr<Step> fallback = generalVariantOf(scope, node, in, out);
   lowered->launch.symbol = lowered->kernel.name; // after internKernel's renaming
   auto step = std::make_unique<ReductionStep>("kernel " + lowered->kernel.name + " " +
                                                   node.describe(),
@@ -413,13 +476,14 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
                                                             std::move(thenP), std::move(elseP)));
     return Status::success();
   }
+  // The ways a node compiles, fastest first: a microkernel, a generated
+  // elementwise or reduction kernel, a copy step (each with its op's
+  // dispatch as the general variant), the op's Kernel IR dispatch, a host
+  // op.
   if (tryMicrokernel(scope, node)) return Status::success();
   if (tryElementwise(scope, node)) return Status::success();
   if (tryReduction(scope, node)) return Status::success();
-
-  // Fallback: the interpreter's kernel for this node.
-  ++stats_.interpSteps;
-  std::vector<int> in, out;
+  std::vector<int> in;
   for (const Value *v : node.inputs()) {
     if (!v) {
       in.push_back(-1);
@@ -428,37 +492,51 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
     KILN_ASSIGN_OR_RETURN(int s, slotOf(scope, v));
     in.push_back(s);
   }
+  std::vector<int> out;
+  int next = scope.program->numSlots;
+  for (const Value *v : node.outputs()) out.push_back(v ? next++ : -1);
+  auto claimOutputs = [&] {
+    for (const Value *v : node.outputs())
+      if (v) newSlot(scope, v);
+  };
+  const bool hasRegions = !node.regions().empty();
+  if (!hasRegions)
+    if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, nullptr)) {
+      copy->generalVariant = generalVariantOf(scope, node, in, out);
+      claimOutputs();
+      scope.program->steps.push_back(std::move(copy));
+      ++stats_.copySteps;
+      return Status::success();
+    }
+  Status dispatchError = Status::success();
+  if (lower::kernelLoweringOf(node.op())) {
+    auto step = lowerToDispatch(scope, node, in, out);
+    if (step.ok()) {
+      claimOutputs();
+      scope.program->steps.push_back(std::move(*step));
+      return Status::success();
+    }
+    dispatchError = step.error();
+  }
+  if (!hasRegions && out.size() == 1 && out[0] >= 0)
+    if (std::unique_ptr<HostOpStep> host = HostOpStep::create(node, in, out[0])) {
+      claimOutputs();
+      scope.program->steps.push_back(std::move(host));
+      ++stats_.hostSteps;
+      return Status::success();
+    }
+
+  // Transitional: the interpreter's kernel for this node.
+  (void)dispatchError;
+  ++stats_.interpSteps;
   std::vector<std::pair<const Value *, int>> regionReads;
   for (const Value *v : regionFreeValues(node)) {
     KILN_ASSIGN_OR_RETURN(int s, slotOf(scope, v));
     regionReads.emplace_back(v, s);
   }
-  for (const Value *v : node.outputs()) {
-    if (!v) {
-      out.push_back(-1);
-      continue;
-    }
-    int slot = scope.program->numSlots++;
-    scope.slots[v] = slot;
-    out.push_back(slot);
-  }
-  if (regionReads.empty()) {
-    auto fallback = std::make_unique<InterpStep>(node, in, out,
-                                                 std::vector<std::pair<const Value *, int>>{});
-    if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, std::move(fallback))) {
-      scope.program->steps.push_back(std::move(copy));
-      --stats_.interpSteps;
-      ++stats_.copySteps;
-      return Status::success();
-    }
-    if (out.size() == 1 && out[0] >= 0)
-      if (std::unique_ptr<HostOpStep> host = HostOpStep::create(node, in, out[0])) {
-        scope.program->steps.push_back(std::move(host));
-        --stats_.interpSteps;
-        ++stats_.hostSteps;
-        return Status::success();
-      }
-  }
+  // Region reads may have declared captured slots: outputs come after them.
+  out.clear();
+  for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
   scope.program->steps.push_back(std::make_unique<InterpStep>(node, in, out, regionReads));
   return Status::success();
 }
@@ -530,6 +608,11 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
       entries.push_back(fn);
     }
     for (auto &[step, index] : builder.kernelSteps) step->setEntry(entries[index]);
+    for (auto &[step, indices] : builder.dispatchSteps) {
+      std::vector<KernelEntry> launchEntries;
+      for (int index : indices) launchEntries.push_back(entries[index]);
+      step->setEntries(std::move(launchEntries));
+    }
     cm->object_ = std::move(object);
   }
   cm->stats_.codegenMs = msSince(t0);

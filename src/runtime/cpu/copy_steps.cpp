@@ -274,7 +274,7 @@ void CopyStep::init(std::string label, std::vector<int> in, std::vector<int> out
   out_ = std::move(out);
   axis_ = axis;
   perm_ = std::move(perm);
-  fallback_ = std::move(fallback);
+  generalVariant = std::move(fallback);
   deriveSlots();
 }
 
@@ -300,7 +300,7 @@ Status CopyStep::validate() const {
 }
 
 Status CopyStep::fallback(Frame &frame, ExecContext &ctx) const {
-  return runFallback(fallback_.get(), frame, ctx, label_,
+  return runFallback(generalVariant.get(), frame, ctx, label_,
                      "this form of the op is not supported by the runtime");
 }
 

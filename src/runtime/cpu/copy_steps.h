@@ -31,7 +31,6 @@ protected:
   std::vector<int> in_, out_;
   int64_t axis_ = 0;          // Concat, Split
   std::vector<int64_t> perm_; // Transpose (empty: reverse)
-  std::unique_ptr<Step> fallback_;
 };
 
 // An empty step of a copy kind (Slice, Concat, Split, Transpose,

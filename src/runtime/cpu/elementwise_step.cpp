@@ -27,8 +27,8 @@ ElementwiseStep::ElementwiseStep(std::string label, ElementwiseLaunch launch,
                                  std::vector<int> inputSlots, std::vector<int> outputSlots,
                                  std::vector<DType> outputTypes, std::unique_ptr<Step> fallback)
     : label_(std::move(label)), launch_(std::move(launch)), in_(std::move(inputSlots)),
-      out_(std::move(outputSlots)), outTypes_(std::move(outputTypes)),
-      fallback_(std::move(fallback)) {
+      out_(std::move(outputSlots)), outTypes_(std::move(outputTypes)) {
+  generalVariant = std::move(fallback);
   setSlots();
 }
 
@@ -85,7 +85,7 @@ Status ElementwiseStep::run(Frame &frame, ExecContext &ctx) const {
   if (!broadcast.ok() || !launch_.shapesHold(shapes, *broadcast)) {
     std::string all;
     for (const Shape64 &x : shapes) all += (all.empty() ? "" : ", ") + shapeToString(x);
-    return runFallback(fallback_.get(), frame, ctx, label_,
+    return runFallback(generalVariant.get(), frame, ctx, label_,
                        "input shapes " + all + " do not fit the shapes the kernel was compiled for");
   }
   const Shape64 &outShape = *broadcast;

@@ -75,6 +75,7 @@ enum class StepKind : uint16_t {
   Transpose = 12,
   ResizeNearest = 13,
   HostOp = 14,
+  Dispatch = 15,
 };
 
 class Step {
@@ -97,6 +98,12 @@ public:
   // Fault injection (CompileOptions::perturbNode): float outputs are
   // perturbed after the step runs.
   bool perturbOutputs = false;
+  // The general variant: a step computing the same node for any shapes the
+  // model accepts (a dispatch of the op's Kernel IR lowering), run instead
+  // when this step's specialized kernel does not fit a run's shapes or
+  // values (a broadcast pattern or stride it was not built for). Stored in
+  // the artifact with the step.
+  std::unique_ptr<Step> generalVariant;
 };
 
 class Program {

@@ -3,12 +3,14 @@
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/conv_transpose_step.h"
 #include "runtime/cpu/copy_steps.h"
+#include "runtime/cpu/dispatch_step.h"
 #include "runtime/cpu/host_op_step.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
 #include "runtime/cpu/steps.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::cpu {
@@ -26,7 +28,19 @@ template <class T> void saveStep(const Step &step, Saver &s) {
   const_cast<T &>(static_cast<const T &>(step)).io(s);
 }
 
+void saveStepBody(const Step &step, Saver &s);
+
+// A step, then its general variant (program.h) when it has one that can be
+// stored.
 void saveStepOf(const Step &step, Saver &s) {
+  saveStepBody(step, s);
+  const Step *general = step.generalVariant.get();
+  const bool storable = general && general->kind() != StepKind::Interp;
+  s(storable);
+  if (storable) saveStepOf(*general, s);
+}
+
+void saveStepBody(const Step &step, Saver &s) {
   s(step.kind());
   switch (step.kind()) {
   case StepKind::Elementwise: return saveStep<ElementwiseStep>(step, s);
@@ -49,6 +63,7 @@ void saveStepOf(const Step &step, Saver &s) {
   case StepKind::Transpose:
   case StepKind::ResizeNearest: return saveStep<CopyStep>(step, s);
   case StepKind::HostOp: return saveStep<HostOpStep>(step, s);
+  case StepKind::Dispatch: return saveStep<DispatchStep>(step, s);
   case StepKind::Interp: break;
   }
   s.fail(step.describe() + ": the runtime has no kernel for this op (it runs on the "
@@ -70,7 +85,7 @@ void saveProgramBody(const Program &p, Saver &s) {
 
 Expected<std::unique_ptr<Program>> loadProgramBody(Loader &l, int depth);
 
-template <class T> std::unique_ptr<Step> loadPrepared(Loader &l) {
+template <class T> std::unique_ptr<T> loadPrepared(Loader &l) {
   auto step = std::make_unique<T>();
   step->io(l);
   if (!l.ok()) return nullptr;
@@ -81,7 +96,37 @@ template <class T> std::unique_ptr<Step> loadPrepared(Loader &l) {
   return step;
 }
 
+std::unique_ptr<Step> loadStepBody(Loader &l, int depth);
+
 std::unique_ptr<Step> loadStep(Loader &l, int depth) {
+  std::unique_ptr<Step> step = loadStepBody(l, depth);
+  bool hasGeneral = false;
+  l(hasGeneral);
+  if (!step || !l.ok()) return nullptr;
+  if (hasGeneral) {
+    if (depth >= kMaxDepth) {
+      l.fail("steps nested too deeply");
+      return nullptr;
+    }
+    step->generalVariant = loadStep(l, depth + 1);
+    if (!step->generalVariant) return nullptr;
+    const std::vector<int> &r = step->generalVariant->reads, &w = step->generalVariant->writes;
+    // The variant computes the same node: it may touch no other slots.
+    for (int slot : r)
+      if (std::find(step->reads.begin(), step->reads.end(), slot) == step->reads.end()) {
+        l.fail(step->describe() + ": its general variant reads another slot");
+        return nullptr;
+      }
+    for (int slot : w)
+      if (std::find(step->writes.begin(), step->writes.end(), slot) == step->writes.end()) {
+        l.fail(step->describe() + ": its general variant writes another slot");
+        return nullptr;
+      }
+  }
+  return step;
+}
+
+std::unique_ptr<Step> loadStepBody(Loader &l, int depth) {
   StepKind kind{};
   l(kind);
   if (!l.ok()) return nullptr;
@@ -156,6 +201,18 @@ std::unique_ptr<Step> loadStep(Loader &l, int depth) {
     return step;
   }
   case StepKind::HostOp: return loadPrepared<HostOpStep>(l);
+  case StepKind::Dispatch: {
+    std::unique_ptr<DispatchStep> step = loadPrepared<DispatchStep>(l);
+    if (!step) return nullptr;
+    std::vector<KernelEntry> entries;
+    for (const DispatchRecipe::Launch &launch : step->recipe().launches) {
+      void *entry = l.resolve(launch.symbol);
+      if (!entry) return nullptr;
+      entries.push_back(reinterpret_cast<KernelEntry>(entry));
+    }
+    step->setEntries(std::move(entries));
+    return step;
+  }
   case StepKind::Interp: break;
   }
   l.fail("unknown step kind " + std::to_string(static_cast<int>(kind)));

@@ -6,7 +6,8 @@ ReductionStep::ReductionStep(std::string label, ReductionLaunch launch,
                              std::vector<int> inputSlots, int outputSlot,
                              std::unique_ptr<Step> fallback)
     : label_(std::move(label)), launch_(std::move(launch)), in_(std::move(inputSlots)),
-      out_(outputSlot), fallback_(std::move(fallback)) {
+      out_(outputSlot) {
+  generalVariant = std::move(fallback);
   setSlots();
 }
 
@@ -25,12 +26,12 @@ void ReductionStep::setSlots() {
 Status ReductionStep::run(Frame &frame, ExecContext &ctx) const {
   const RtValue &xv = frame.slots[in_[0]];
   if (!xv.isTensor() || xv.tensor.dtype() != DType::F32)
-    return runFallback(fallback_.get(), frame, ctx, label_, "input is " + xv.describe() + ", not f32");
+    return runFallback(generalVariant.get(), frame, ctx, label_, "input is " + xv.describe() + ", not f32");
   const Tensor &x = xv.tensor;
   int64_t outer, red, inner;
   Shape64 outShape;
   if (Status s = launch_.view(x.shape(), outer, red, inner, outShape); !s.ok())
-    return runFallback(fallback_.get(), frame, ctx, label_, s.error().message);
+    return runFallback(generalVariant.get(), frame, ctx, label_, s.error().message);
   using Kind = ReductionLaunch::Kind;
   const bool layerNorm = launch_.kind == Kind::LayerNorm;
   // Scale and bias of a layer norm must cover the normalized elements
@@ -38,7 +39,7 @@ Status ReductionStep::run(Frame &frame, ExecContext &ctx) const {
   for (size_t i = 1; layerNorm && i < in_.size(); ++i)
     if (in_[i] >= 0 && (!frame.slots[in_[i]].isTensor() || frame.slots[in_[i]].tensor.numel() != red ||
                         frame.slots[in_[i]].tensor.dtype() != DType::F32))
-      return runFallback(fallback_.get(), frame, ctx, label_,
+      return runFallback(generalVariant.get(), frame, ctx, label_,
                          "scale and bias must be f32 tensors of the normalized size");
 
   Tensor y = frame.allocate(out_, DType::F32, outShape);

@@ -57,7 +57,6 @@ private:
   ElementwiseLaunch launch_;
   std::vector<int> in_, out_;
   std::vector<DType> outTypes_;
-  std::unique_ptr<Step> fallback_;
 };
 
 // A generated reduction, softmax or layer norm (lower/reduce.h).
@@ -80,7 +79,6 @@ private:
   ReductionLaunch launch_;
   std::vector<int> in_;
   int out_ = -1;
-  std::unique_ptr<Step> fallback_;
 };
 
 // If: runs the compiled branch the condition picks.
@@ -102,8 +100,8 @@ public:
   std::unique_ptr<Program> then_, else_;
 };
 
-// Runs `fallback` (the JIT path's interpreter step) when there is one; a
-// loaded program has none, so the run fails with `label: why`.
+// Runs `fallback` (a step's general variant) when there is one, else fails
+// with `label: why`.
 Status runFallback(const Step *fallback, Frame &frame, ExecContext &ctx, const std::string &label,
                    const std::string &why);
 

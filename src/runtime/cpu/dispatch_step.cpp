@@ -1,0 +1,136 @@
+#include "runtime/cpu/dispatch_step.h"
+
+#include <cstring>
+
+namespace kiln::cpu {
+
+namespace {
+
+bool validValue(int v, const runtime::ShapeProgram &p) {
+  return v >= 0 && size_t(v) < p.insts.size();
+}
+
+} // namespace
+
+Status DispatchRecipe::validate(size_t numInputs) const {
+  KILN_RETURN_IF_ERROR(shapes.validate(numInputs));
+  for (const Output &o : outputs) {
+    if (o.dtype == DType::String || o.dims.size() > 64) return makeError("corrupt output");
+    for (int d : o.dims)
+      if (!validValue(d, shapes)) return makeError("output dim reads value ", d);
+  }
+  for (const Scratch &s : scratch)
+    if (!validValue(s.numel, shapes) || s.dtype == DType::String)
+      return makeError("corrupt scratch buffer");
+  for (const Launch &l : launches) {
+    for (int p : l.params)
+      if (!validValue(p, shapes)) return makeError("a launch param reads value ", p);
+    if ((l.extent != -1 && !validValue(l.extent, shapes)) ||
+        (l.work != -1 && !validValue(l.work, shapes)))
+      return makeError("corrupt launch");
+  }
+  return Status::success();
+}
+
+DispatchStep::DispatchStep(std::string label, std::vector<int> in, std::vector<int> out,
+                           DispatchRecipe recipe)
+    : label_(std::move(label)), in_(std::move(in)), out_(std::move(out)),
+      recipe_(std::move(recipe)) {
+  (void)prepare();
+}
+
+Status DispatchStep::prepare() {
+  reads.clear();
+  writes.clear();
+  for (int s : in_)
+    if (s >= 0) reads.push_back(s);
+  for (int s : out_)
+    if (s >= 0) writes.push_back(s);
+  if (out_.size() != recipe_.outputs.size()) return makeError(label_, ": corrupt outputs");
+  for (int s : in_)
+    if (s < -1) return makeError(label_, ": corrupt inputs");
+  for (int s : out_)
+    if (s < -1) return makeError(label_, ": corrupt outputs");
+  if (Status s = recipe_.validate(in_.size()); !s.ok())
+    return makeError(label_, ": ", s.error().message);
+  return Status::success();
+}
+
+constexpr int64_t kChunkElements = 16384;
+
+void launchParallel(ExecContext &ctx, KernelEntry fn, void *const *buffers, const int64_t *params,
+                    int64_t outer, int64_t rowElements) {
+  const int64_t grain = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(rowElements, 1));
+  if (outer <= grain || !ctx.pool || ctx.pool->threads() == 1) {
+    fn(buffers, params, 0, outer);
+    return;
+  }
+  ctx.pool->parallelFor(outer, [&](int64_t b, int64_t e) { fn(buffers, params, b, e); }, grain);
+}
+
+Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
+  std::vector<const Tensor *> inputs(in_.size(), nullptr);
+  std::vector<void *> buffers;
+  buffers.reserve(in_.size() + out_.size() + recipe_.scratch.size() + 1);
+  for (size_t i = 0; i < in_.size(); ++i) {
+    if (in_[i] < 0) {
+      buffers.push_back(nullptr);
+      continue;
+    }
+    const RtValue &v = frame.slots[in_[i]];
+    if (!v.isTensor()) return makeError(label_, ": input ", i, " is ", v.describe());
+    inputs[i] = &v.tensor;
+    buffers.push_back(const_cast<void *>(v.tensor.raw()));
+  }
+  std::vector<int64_t> values;
+  if (Status s = recipe_.shapes.run(inputs, values); !s.ok())
+    return makeError(label_, ": ", s.error().message);
+
+  std::vector<Tensor> outputs;
+  for (size_t o = 0; o < out_.size(); ++o) {
+    Shape64 shape;
+    for (int d : recipe_.outputs[o].dims) {
+      if (values[d] < 0) return makeError(label_, ": output ", o, " would have a negative dim");
+      shape.push_back(values[d]);
+    }
+    Tensor t = out_[o] >= 0 ? frame.allocate(out_[o], recipe_.outputs[o].dtype, shape)
+                            : Tensor(recipe_.outputs[o].dtype, shape);
+    buffers.push_back(t.mutableRaw());
+    outputs.push_back(std::move(t));
+  }
+  std::vector<Tensor> scratch;
+  for (const DispatchRecipe::Scratch &s : recipe_.scratch) {
+    if (values[s.numel] < 0) return makeError(label_, ": negative scratch size");
+    Tensor t(s.dtype, {values[s.numel]}); // zero-filled by construction
+    buffers.push_back(t.mutableRaw());
+    scratch.push_back(std::move(t));
+  }
+  int64_t status = 0;
+  if (!recipe_.statusMessages.empty()) buffers.push_back(&status);
+
+  std::vector<int64_t> params;
+  for (size_t k = 0; k < recipe_.launches.size(); ++k) {
+    const DispatchRecipe::Launch &l = recipe_.launches[k];
+    params.clear();
+    for (int p : l.params) params.push_back(values[p]);
+    if (l.extent < 0) {
+      entries_[k](buffers.data(), params.data(), 0, 0);
+      continue;
+    }
+    const int64_t extent = values[l.extent];
+    if (extent <= 0) continue;
+    launchParallel(ctx, entries_[k], buffers.data(), params.data(), extent,
+                   l.work < 0 ? 1 : values[l.work]);
+  }
+  if (status != 0) {
+    const size_t code = static_cast<size_t>(status);
+    return makeError(label_, ": ",
+                     code <= recipe_.statusMessages.size() ? recipe_.statusMessages[code - 1]
+                                                           : "kernel reported an error");
+  }
+  for (size_t o = 0; o < out_.size(); ++o)
+    if (out_[o] >= 0) frame.slots[out_[o]] = RtValue(std::move(outputs[o]));
+  return Status::success();
+}
+
+} // namespace kiln::cpu
