@@ -1,5 +1,5 @@
 // Lowerings of ops whose element indices are computed from the loop
-// position or read from data: Trilu, ...
+// position or read from data (lower/ops.h).
 #include "lower/ops.h"
 
 namespace kiln::lower {
@@ -9,7 +9,18 @@ namespace {
 using kir::Opcode;
 using kir::Schedule;
 
+Status lowerTrilu(DispatchBuilder &d);
+
 } // namespace
+
+LowerFn indexLowering(OpKind op) {
+  switch (op) {
+  case OpKind::Trilu: return lowerTrilu;
+  default: return nullptr;
+  }
+}
+
+namespace {
 
 // y = x where the element's column minus row is >= k (upper) or <= k
 // (lower), else 0. Rows of the trailing matrix run in parallel.
@@ -43,4 +54,5 @@ Status lowerTrilu(DispatchBuilder &d) {
   return Status::success();
 }
 
+} // namespace
 } // namespace kiln::lower

@@ -5,7 +5,9 @@
 // dtypes), or returns an error naming the form it does not cover, which the
 // compiler reports as a compile error at that node.
 //
-// One family of ops per file (index_ops.cpp, ...); registry.cpp lists them.
+// Ops come in families, one file each; each family file defines its lookup
+// (the lowering of an op if the family has one), and kernelLoweringOf asks
+// them in turn (registry.cpp).
 #pragma once
 
 #include "ir/op.h"
@@ -17,12 +19,30 @@ namespace kiln::lower {
 using LowerFn = Status (*)(DispatchBuilder &d);
 
 // The lowering of `op`, or null when the op is compiled another way (a
-// microkernel, a host op, a decomposition) or not at all.
+// host op, a decomposition into other ops) or not at all.
 LowerFn kernelLoweringOf(OpKind op);
 
-// ---- the lowerings, by family (one file each) ----------------------------------
+// ---- the families --------------------------------------------------------------
 
-// index_ops.cpp: computed and data-dependent indices.
-Status lowerTrilu(DispatchBuilder &d);
+// index_ops.cpp: computed and data-dependent indices: Trilu, Gather*, Scatter*, OneHot, Range, EyeLike, ReverseSequence, CumSum, ArgMax/ArgMin.
+LowerFn indexLowering(OpKind op);
+// movement_ops.cpp: data movement: Slice, Concat, Split, Transpose, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, ConstantOfShape.
+LowerFn movementLowering(OpKind op);
+// sampling_ops.cpp: resampling: Resize, GridSample, RoiAlign, MaxUnpool.
+LowerFn samplingLowering(OpKind op);
+// signal_ops.cpp: signal processing: DFT, STFT, the windows, MelWeightMatrix.
+LowerFn signalLowering(OpKind op);
+// recurrent_ops.cpp: recurrent layers: RNN, GRU, LSTM.
+LowerFn recurrentLowering(OpKind op);
+// reduce_ops.cpp: reductions and the softmax family.
+LowerFn reduceLowering(OpKind op);
+// norm_ops.cpp: normalizations: Layer, Group, Instance, Batch, MeanVariance, LRN.
+LowerFn normLowering(OpKind op);
+// conv_ops.cpp: convolution, transposed convolution, pooling and matrix products in every form.
+LowerFn convLowering(OpKind op);
+// elementwise_dispatch.cpp: elementwise ops and fused elementwise groups with full broadcasting.
+LowerFn elementwiseLowering(OpKind op);
+// quant_ops.cpp: quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, integer and QLinear products.
+LowerFn quantLowering(OpKind op);
 
 } // namespace kiln::lower

@@ -3,10 +3,11 @@
 namespace kiln::lower {
 
 LowerFn kernelLoweringOf(OpKind op) {
-  switch (op) {
-  case OpKind::Trilu: return lowerTrilu;
-  default: return nullptr;
-  }
+  for (LowerFn (*family)(OpKind) :
+       {indexLowering, movementLowering, samplingLowering, signalLowering, recurrentLowering,
+        reduceLowering, normLowering, convLowering, elementwiseLowering, quantLowering})
+    if (LowerFn f = family(op)) return f;
+  return nullptr;
 }
 
 } // namespace kiln::lower
