@@ -144,6 +144,7 @@ Expected<std::string> packageModel(Model model, const PackageOptions &options) {
   co.optLevel = options.optLevel;
   co.cpu = options.cpu;
   co.threads = 1; // the compiler's own pool is not used by the artifact
+  co.copySteps = options.copySteps;
   KILN_ASSIGN_OR_RETURN(auto compiled, cpu::CompiledModel::compile(std::move(model), co));
   const cpu::CompileStats &st = compiled->stats();
   m.steps = st.steps;

@@ -23,6 +23,7 @@ struct PackageOptions {
   // Symbolic dims pinned to sizes (--dim NAME=VALUE); the others stay symbolic.
   std::vector<std::pair<std::string, int64_t>> dims;
   std::string modelName; // recorded in the manifest (compileFile: the file name)
+  bool copySteps = true;  // cpu::CompileOptions::copySteps
 };
 
 // The artifact's bytes.
