@@ -73,6 +73,7 @@ Status needIntegerIndices(const DispatchBuilder &d, int input, const char *op) {
 // y = x where the element's column minus row is >= k (upper) or <= k
 // (lower), else 0. Rows of the trailing matrix run in parallel.
 Status lowerTrilu(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int rank = d.inputRank(0);
   if (rank < 2) return makeError("Trilu needs an input of known rank >= 2");
   std::vector<SVal> dims = d.dims(0);
@@ -105,6 +106,7 @@ Status lowerTrilu(DispatchBuilder &d) {
 // y[o, j, i] = x[o, indices[j], i] over [outer, indices, inner]. The
 // (o, j) pairs run in parallel; each copies a run of `inner` elements.
 Status lowerGather(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0), q = d.inputRank(1);
   if (r < 1 || q < 0) return makeError("Gather needs data of known rank >= 1 and indices of known rank");
   KILN_RETURN_IF_ERROR(needIntegerIndices(d, 1, "Gather"));
@@ -147,6 +149,7 @@ Status lowerGather(DispatchBuilder &d) {
 // y[p] = x[p with its `axis` coordinate replaced by indices[p]] for every
 // position p of the indices.
 Status lowerGatherElements(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 1 || d.inputRank(1) != r)
     return makeError("GatherElements needs data and indices of one known rank >= 1");
@@ -185,6 +188,7 @@ Status lowerGatherElements(DispatchBuilder &d) {
 // Index tuples of length k (the last dim of the indices) address slices
 // of the data after `batch_dims` batch dims; each tuple copies its slice.
 Status lowerGatherNd(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0), q = d.inputRank(1);
   if (r < 1 || q < 1) return makeError("GatherND needs data and indices of known rank >= 1");
   KILN_RETURN_IF_ERROR(needIntegerIndices(d, 1, "GatherND"));
@@ -280,6 +284,7 @@ int combine(kir::KernelBuilder &b, DType t, Reduction r, int old, int update) {
 // elements, so those lines run in parallel, and each line runs its
 // positions along `axis` in order.
 Status lowerScatterElements(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 1 || d.inputRank(1) != r || d.inputRank(2) != r)
     return makeError("ScatterElements needs data, indices and updates of one known rank >= 1");
@@ -380,6 +385,7 @@ void emitScatterNdPass(DispatchBuilder &d, const ScatterNdPlan &p, int blockVar,
 // split into blocks of kBlock elements that run in parallel (a block sees
 // every tuple in order), and a serial pass takes the remainder.
 Status lowerScatterNd(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0), q = d.inputRank(1);
   if (r < 1 || q < 1) return makeError("ScatterND needs data and indices of known rank >= 1");
   KILN_RETURN_IF_ERROR(needIntegerIndices(d, 1, "ScatterND"));
@@ -430,6 +436,7 @@ Status lowerScatterNd(DispatchBuilder &d) {
 // y[o, d, i] = values[1] where indices[o, i] (negative counts from depth)
 // is d, else values[0]; the depth sits at `axis` of the output.
 Status lowerOneHot(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int q = d.inputRank(0);
   if (q < 0) return makeError("OneHot needs indices of known rank");
   const DType it = d.inputType(0);
@@ -523,6 +530,7 @@ SVal floatRangeCount(DispatchBuilder &d) {
 // y[i] = start + i * delta, in int64 (wrapping) for integer types and in
 // the type (f32 for 16-bit floats) for float types.
 Status lowerRange(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const DType t = d.inputType(0);
   if (!isNumeric(t)) return makeError("Range does not support dtype ", dtypeName(t));
   if (d.inputType(1) != t || d.inputType(2) != t)
@@ -557,6 +565,7 @@ Status lowerRange(DispatchBuilder &d) {
 // y[i, j] = 1 where j - i == k, else 0, in the dtype attribute's type (or
 // the input's).
 Status lowerEyeLike(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   if (d.inputRank(0) != 2) return makeError("EyeLike needs a 2-d input");
   DType t = d.inputType(0);
   if (d.node().hasAttr("dtype")) {
@@ -581,6 +590,7 @@ Status lowerEyeLike(DispatchBuilder &d) {
 // rest are copied. Rows are (dim 0, dim 1) pairs; each moves the run of
 // elements of the dims after them.
 Status lowerReverseSequence(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 2) return makeError("ReverseSequence needs an input of known rank >= 2");
   KILN_RETURN_IF_ERROR(needIntegerIndices(d, 1, "ReverseSequence"));

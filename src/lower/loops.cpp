@@ -57,6 +57,17 @@ std::vector<SVal> rowMajorStrides(DispatchBuilder &d, const std::vector<SVal> &d
   return strides;
 }
 
+Status refuseStrings(const DispatchBuilder &d) {
+  const Node &n = d.node();
+  for (int i = 0; i < n.numInputs(); ++i)
+    if (d.input(i) && d.inputType(i) == DType::String)
+      return makeError(opName(n.op()), " on strings (input ", i, ") is not Kernel IR");
+  for (int i = 0; i < n.numOutputs(); ++i)
+    if (n.output(i) && d.outputType(i) == DType::String)
+      return makeError(opName(n.op()), " making strings (output ", i, ") is not Kernel IR");
+  return Status::success();
+}
+
 Expected<int> resolveAxis(int64_t axis, int rank, const char *what) {
   if (axis < -rank || axis >= rank)
     return makeError(what, " ", axis, " is out of range for rank ", rank);

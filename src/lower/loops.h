@@ -23,6 +23,10 @@ inline constexpr int kVectorWidth = 8;
 // Row-major strides of `dims` (the last is 1).
 std::vector<SVal> rowMajorStrides(DispatchBuilder &d, const std::vector<SVal> &dims);
 
+// An error naming the node's form when a tensor it reads or writes holds
+// strings, which Kernel IR does not move (such nodes run as host ops).
+Status refuseStrings(const DispatchBuilder &d);
+
 // An axis attribute in [-rank, rank) as an index in [0, rank), or an error
 // naming `what`.
 Expected<int> resolveAxis(int64_t axis, int rank, const char *what);

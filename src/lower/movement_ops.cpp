@@ -120,6 +120,7 @@ SliceAxis clampSlice(DispatchBuilder &d, SVal start, SVal end, SVal step, SVal d
 // and steps may be run-time inputs; each output axis selects the entry
 // whose axis matches it (a constant axes input folds the selection away).
 Status lowerSlice(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 0) return makeError("Slice needs an input of known rank");
   KILN_ASSIGN_OR_RETURN(int64_t n, requireLength(d, 1, "starts"));
@@ -206,6 +207,7 @@ void emitBands(DispatchBuilder &d, bool gather, int wide, const std::vector<int>
 // Inputs are joined along `axis`. As in the interpreter, a 1-d empty input
 // next to inputs of another rank is a placeholder and contributes nothing.
 Status lowerConcat(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   int rank = -1;
   for (int i = 0; i < d.node().numInputs(); ++i) {
     if (!d.input(i)) continue;
@@ -281,6 +283,7 @@ Expected<std::vector<SVal>> splitSizes(DispatchBuilder &d, SVal dim) {
 }
 
 Status lowerSplit(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 1) return makeError("Split needs an input of known rank >= 1");
   KILN_ASSIGN_OR_RETURN(int axis, resolveAxis(d.node().getInt("axis"), r, "axis"));
@@ -304,6 +307,7 @@ Status lowerSplit(DispatchBuilder &d) {
 // ---- layout permutations ------------------------------------------------------------
 
 Status lowerTranspose(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 0) return makeError("Transpose needs an input of known rank");
   std::vector<int64_t> perm = d.node().getInts("perm");
@@ -331,6 +335,7 @@ Status lowerTranspose(DispatchBuilder &d) {
 // x [N, C, H, W] as [N, b, b, C/b^2, H, W] (DCR) or [N, C/b^2, b, b, H, W]
 // (CRD), permuted to [N, C/b^2, H, b, W, b].
 Status lowerDepthToSpace(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   if (d.inputRank(0) != 4) return makeError("DepthToSpace needs a 4-d input");
   const int64_t bs = d.node().getInt("blocksize");
   if (bs <= 0) return makeError("DepthToSpace: blocksize must be positive, got ", bs);
@@ -355,6 +360,7 @@ Status lowerDepthToSpace(DispatchBuilder &d) {
 
 // y[n, (i*b + j)*C + c, h, w] = x[n, c, h*b + i, w*b + j].
 Status lowerSpaceToDepth(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   if (d.inputRank(0) != 4) return makeError("SpaceToDepth needs a 4-d input");
   const int64_t bs = d.node().getInt("blocksize");
   if (bs <= 0) return makeError("SpaceToDepth: blocksize must be positive, got ", bs);
@@ -375,6 +381,7 @@ Status lowerSpaceToDepth(DispatchBuilder &d) {
 
 // y = x broadcast with the shape input (numpy rules, either side may be 1).
 Status lowerExpand(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int xr = d.inputRank(0);
   if (xr < 0) return makeError("Expand needs an input of known rank");
   KILN_ASSIGN_OR_RETURN(int64_t m, requireLength(d, 1, "shape"));
@@ -402,6 +409,7 @@ Status lowerExpand(DispatchBuilder &d) {
 // y = x repeated repeats[a] times along each axis: a copy over the pairs
 // [repeat_a, dim_a], whose source ignores the repeat.
 Status lowerTile(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 0) return makeError("Tile needs an input of known rank");
   KILN_ASSIGN_OR_RETURN(int64_t n, requireLength(d, 1, "repeats"));
@@ -529,6 +537,7 @@ void emitModePad(DispatchBuilder &d, PadMode mode, const std::vector<PadAxis> &a
 // Negative pads crop first; the kept window is then padded, so reflect,
 // edge and wrap see the cropped data (as the interpreter does).
 Status lowerPad(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0);
   if (r < 0) return makeError("Pad needs an input of known rank");
   const std::string modeName = d.node().getString("mode");
@@ -603,6 +612,7 @@ Status lowerPad(DispatchBuilder &d) {
 // ---- ConstantOfShape ----------------------------------------------------------------
 
 Status lowerConstantOfShape(DispatchBuilder &d) {
+  KILN_RETURN_IF_ERROR(refuseStrings(d));
   KILN_ASSIGN_OR_RETURN(int64_t n, requireLength(d, 0, "shape"));
   std::vector<SVal> dims;
   for (int64_t i = 0; i < n; ++i) {
