@@ -33,17 +33,28 @@ Status lowerReverseSequence(DispatchBuilder &d);
 
 LowerFn indexLowering(OpKind op) {
   switch (op) {
-  case OpKind::Trilu: return lowerTrilu;
-  case OpKind::Gather: return lowerGather;
-  case OpKind::GatherElements: return lowerGatherElements;
-  case OpKind::GatherND: return lowerGatherNd;
-  case OpKind::ScatterElements: return lowerScatterElements;
-  case OpKind::ScatterND: return lowerScatterNd;
-  case OpKind::OneHot: return lowerOneHot;
-  case OpKind::Range: return lowerRange;
-  case OpKind::EyeLike: return lowerEyeLike;
-  case OpKind::ReverseSequence: return lowerReverseSequence;
-  default: return nullptr;
+  case OpKind::Trilu:
+    return lowerTrilu;
+  case OpKind::Gather:
+    return lowerGather;
+  case OpKind::GatherElements:
+    return lowerGatherElements;
+  case OpKind::GatherND:
+    return lowerGatherNd;
+  case OpKind::ScatterElements:
+    return lowerScatterElements;
+  case OpKind::ScatterND:
+    return lowerScatterNd;
+  case OpKind::OneHot:
+    return lowerOneHot;
+  case OpKind::Range:
+    return lowerRange;
+  case OpKind::EyeLike:
+    return lowerEyeLike;
+  case OpKind::ReverseSequence:
+    return lowerReverseSequence;
+  default:
+    return nullptr;
   }
 }
 
@@ -62,7 +73,9 @@ int rowIndex(kir::KernelBuilder &b, int loopVar) {
   return b.index(Affine{}.add(1, -1, loopVar));
 }
 
-int negate(kir::KernelBuilder &b, int cond) { return b.unary(Opcode::Not, DType::Bool, cond); }
+int negate(kir::KernelBuilder &b, int cond) {
+  return b.unary(Opcode::Not, DType::Bool, cond);
+}
 
 Status needIntegerIndices(const DispatchBuilder &d, int input, const char *op) {
   if (!isInt(d.inputType(input)))
@@ -87,8 +100,8 @@ Status lowerTrilu(DispatchBuilder &d) {
   kir::KernelBuilder &b = d.beginKernel(allRows, cols);
   const int r = d.loop(allRows, {Schedule::Kind::Parallel, 1});
   // diagonal offset of this row: k + (r mod rows)
-  const int row = b.binary(Opcode::Mod, DType::I64, b.index(kir::Affine{}.add(1, -1, r)),
-                           d.value(rows));
+  const int row =
+      b.binary(Opcode::Mod, DType::I64, b.index(kir::Affine{}.add(1, -1, r)), d.value(rows));
   const int bound = b.binary(Opcode::Add, DType::I64, d.value(k), row);
   const int j = d.loop(cols, {Schedule::Kind::Vector, 8});
   kir::Affine at = d.term(cols, r);
@@ -108,7 +121,8 @@ Status lowerTrilu(DispatchBuilder &d) {
 Status lowerGather(DispatchBuilder &d) {
   KILN_RETURN_IF_ERROR(refuseStrings(d));
   const int r = d.inputRank(0), q = d.inputRank(1);
-  if (r < 1 || q < 0) return makeError("Gather needs data of known rank >= 1 and indices of known rank");
+  if (r < 1 || q < 0)
+    return makeError("Gather needs data of known rank >= 1 and indices of known rank");
   KILN_RETURN_IF_ERROR(needIntegerIndices(d, 1, "Gather"));
   KILN_ASSIGN_OR_RETURN(int axis, resolveAxis(d.node().getInt("axis"), r, "axis"));
   const std::vector<SVal> dims = d.dims(0), idims = d.dims(1);
@@ -116,8 +130,8 @@ Status lowerGather(DispatchBuilder &d) {
   outDims.insert(outDims.end(), idims.begin(), idims.end());
   outDims.insert(outDims.end(), dims.begin() + axis + 1, dims.end());
   d.setOutput(0, outDims, d.inputType(0));
-  const int code = d.statusCode("an index is out of range for axis " + std::to_string(axis) +
-                                " of the data");
+  const int code =
+      d.statusCode("an index is out of range for axis " + std::to_string(axis) + " of the data");
   const SVal outer = d.product(slice(dims, 0, size_t(axis))), n = d.product(idims);
   const SVal inner = d.product(slice(dims, size_t(axis) + 1, dims.size()));
   const SVal rows = d.mul(outer, n);
@@ -125,15 +139,14 @@ Status lowerGather(DispatchBuilder &d) {
   kir::KernelBuilder &b = d.beginKernel(rows, inner);
   const int row = d.loop(rows, {Schedule::Kind::Parallel, 1});
   // (o, j) of the row; o is not needed when there is one outer block
-  const std::vector<int> oj = isConstant(d, outer, 1)
-                                  ? std::vector<int>{-1, rowIndex(b, row)}
-                                  : unflatten(d, rowIndex(b, row), {outer, n});
+  const std::vector<int> oj = isConstant(d, outer, 1) ? std::vector<int>{-1, rowIndex(b, row)}
+                                                      : unflatten(d, rowIndex(b, row), {outer, n});
   const int idx = b.load(d.in(1), Affine{}, oj[1]);
   const CheckedIndex ci = checkIndex(b, d.inputType(1), idx, d.value(dims[size_t(axis)]));
   d.raise(negate(b, ci.ok), code);
   b.beginIf(ci.ok);
-  const int srcRow = addValues(b, isConstant(d, outer, 1) ? -1 : mulValue(d, oj[0], dims[size_t(axis)]),
-                               ci.index);
+  const int srcRow =
+      addValues(b, isConstant(d, outer, 1) ? -1 : mulValue(d, oj[0], dims[size_t(axis)]), ci.index);
   const int srcBase = mulValue(d, srcRow, inner);
   const int j = d.loop(inner, {Schedule::Kind::Vector, kVectorWidth});
   Affine at = d.term(inner, row);
@@ -162,8 +175,8 @@ Status lowerGatherElements(DispatchBuilder &d) {
               "indices dim {} exceeds data dim {} on axis " + std::to_string(a),
               {idims[size_t(a)], dims[size_t(a)]});
   d.setOutput(0, idims, d.inputType(0));
-  const int code = d.statusCode("an index is out of range for axis " + std::to_string(axis) +
-                                " of the data");
+  const int code =
+      d.statusCode("an index is out of range for axis " + std::to_string(axis) + " of the data");
   const std::vector<SVal> strides = rowMajorStrides(d, dims);
 
   ElementLoops l = beginElementKernel(d, idims);
@@ -270,11 +283,16 @@ int combine(kir::KernelBuilder &b, DType t, Reduction r, int old, int update) {
     return b.binary(isOr ? Opcode::Or : Opcode::And, t, old, update);
   }
   switch (r) {
-  case Reduction::None: return update;
-  case Reduction::Add: return b.binary(Opcode::Add, t, old, update);
-  case Reduction::Mul: return b.binary(Opcode::Mul, t, old, update);
-  case Reduction::Max: return b.select(t, b.compare(Opcode::Lt, t, old, update), update, old);
-  case Reduction::Min: return b.select(t, b.compare(Opcode::Lt, t, update, old), update, old);
+  case Reduction::None:
+    return update;
+  case Reduction::Add:
+    return b.binary(Opcode::Add, t, old, update);
+  case Reduction::Mul:
+    return b.binary(Opcode::Mul, t, old, update);
+  case Reduction::Max:
+    return b.select(t, b.compare(Opcode::Lt, t, old, update), update, old);
+  case Reduction::Min:
+    return b.select(t, b.compare(Opcode::Lt, t, update, old), update, old);
   }
   return update;
 }
@@ -303,8 +321,8 @@ Status lowerScatterElements(DispatchBuilder &d) {
               {idims[size_t(a)], dims[size_t(a)]});
   }
   d.setOutput(0, dims, t);
-  const int code = d.statusCode("an index is out of range for axis " + std::to_string(axis) +
-                                " of the data");
+  const int code =
+      d.statusCode("an index is out of range for axis " + std::to_string(axis) + " of the data");
   emitFlatCopy(d, d.in(0), d.out(0), d.numel(0));
 
   const std::vector<SVal> strides = rowMajorStrides(d, dims), istrides = rowMajorStrides(d, idims);
@@ -369,8 +387,10 @@ void emitScatterNdPass(DispatchBuilder &d, const ScatterNdPlan &p, int blockVar,
   }
   const int j = d.loop(count, {Schedule::Kind::Vector, kVectorWidth});
   Affine e; // the element of the slice
-  if (blockVar >= 0) d.addTerm(e, count, blockVar);
-  else d.addTerm(e, tailStart);
+  if (blockVar >= 0)
+    d.addTerm(e, count, blockVar);
+  else
+    d.addTerm(e, tailStart);
   e.add(1, -1, j);
   Affine u = d.term(p.slice, t);
   u.terms.insert(u.terms.end(), e.terms.begin(), e.terms.end());
@@ -467,8 +487,8 @@ Status lowerOneHot(DispatchBuilder &d) {
   // Float indices truncate toward zero, as static_cast does.
   const int idx = isFloat(it) ? b.cast(DType::I64, it, raw) : castToIndex(b, it, raw);
   const int negative = b.compare(Opcode::Lt, DType::I64, idx, b.intConstant(DType::I64, 0));
-  const int fixed = b.select(DType::I64, negative,
-                             b.binary(Opcode::Add, DType::I64, idx, d.value(depth)), idx);
+  const int fixed =
+      b.select(DType::I64, negative, b.binary(Opcode::Add, DType::I64, idx, d.value(depth)), idx);
   const int hot = b.compare(Opcode::Eq, DType::I64, fixed, od[1]);
   Affine at = d.term(inner, row);
   at.add(1, -1, i);
@@ -494,8 +514,8 @@ SVal integerRangeCount(DispatchBuilder &d, SVal s, SVal l, SVal delta) {
   const SVal e = d.sub(d.floorMod(to, two), d.floorMod(from, two));
   // a = |delta|; delta = INT64_MIN (|delta| = 2^63) is counted on its own.
   const SVal minDelta = d.eq(delta, d.c(INT64_MIN));
-  const SVal a = d.select(up, delta, d.select(d.lor(minDelta, d.eq(delta, zero)), one,
-                                              d.sub(zero, delta)));
+  const SVal a =
+      d.select(up, delta, d.select(d.lor(minDelta, d.eq(delta, zero)), one, d.sub(zero, delta)));
   const SVal quotient = d.floorDiv(h, a), rest = d.floorMod(h, a);
   // c = ceil((2 * rest + e) / a) in {-1, 0, 1, 2}, with y = 2 * rest + e.
   const SVal yPositive = d.lor(d.lt(zero, rest), d.lt(zero, e));
@@ -598,8 +618,8 @@ Status lowerReverseSequence(DispatchBuilder &d) {
   if (batchAxis < 0 || batchAxis > 1 || timeAxis < 0 || timeAxis > 1 || batchAxis == timeAxis)
     return makeError("ReverseSequence: batch_axis and time_axis must be 0 and 1 in some order");
   const std::vector<SVal> dims = d.dims(0);
-  d.check(d.eq(d.numel(1), dims[size_t(batchAxis)]), "sequence_lens has {} entries for batch size {}",
-          {d.numel(1), dims[size_t(batchAxis)]});
+  d.check(d.eq(d.numel(1), dims[size_t(batchAxis)]),
+          "sequence_lens has {} entries for batch size {}", {d.numel(1), dims[size_t(batchAxis)]});
   d.setOutput(0, dims, d.inputType(0));
   const int code = d.statusCode("a sequence length is outside [0, the number of time steps]");
   const SVal inner = d.product(slice(dims, 2, dims.size())), rows = d.mul(dims[0], dims[1]);
@@ -610,18 +630,18 @@ Status lowerReverseSequence(DispatchBuilder &d) {
   const std::vector<int> c = unflatten(d, rowV, {dims[0], dims[1]});
   const int batch = c[size_t(batchAxis)], time = c[size_t(timeAxis)];
   const int len = castToIndex(b, d.inputType(1), b.load(d.in(1), Affine{}, batch));
-  const int ok = b.binary(
-      Opcode::And, DType::Bool,
-      b.compare(Opcode::Ge, DType::I64, len, b.intConstant(DType::I64, 0)),
-      b.compare(Opcode::Le, DType::I64, len, d.value(dims[size_t(timeAxis)])));
+  const int ok = b.binary(Opcode::And, DType::Bool,
+                          b.compare(Opcode::Ge, DType::I64, len, b.intConstant(DType::I64, 0)),
+                          b.compare(Opcode::Le, DType::I64, len, d.value(dims[size_t(timeAxis)])));
   d.raise(negate(b, ok), code);
   b.beginIf(ok);
   // source step: lens - 1 - t inside the sequence, t after it
   const int inside = b.compare(Opcode::Lt, DType::I64, time, len);
-  const int mirrored = b.binary(Opcode::Sub, DType::I64,
-                                b.binary(Opcode::Sub, DType::I64, len, b.intConstant(DType::I64, 1)),
-                                time);
-  const int shift = b.binary(Opcode::Sub, DType::I64, b.select(DType::I64, inside, mirrored, time), time);
+  const int mirrored =
+      b.binary(Opcode::Sub, DType::I64,
+               b.binary(Opcode::Sub, DType::I64, len, b.intConstant(DType::I64, 1)), time);
+  const int shift =
+      b.binary(Opcode::Sub, DType::I64, b.select(DType::I64, inside, mirrored, time), time);
   const int srcRow = addValues(b, rowV, timeAxis == 0 ? mulValue(d, shift, dims[1]) : shift);
   const int srcBase = mulValue(d, srcRow, inner);
   const int j = d.loop(inner, {Schedule::Kind::Vector, kVectorWidth});

@@ -204,8 +204,8 @@ void emitBoxCopy(DispatchBuilder &d, BoxCopy c) {
   }
   for (int k = parallelDims; k < r; ++k) {
     const bool innermost = k == r - 1;
-    const int i = d.loop(dims[size_t(k)].size, innermost ? Schedule{Schedule::Kind::Vector, kVectorWidth}
-                                                        : Schedule{});
+    const int i = d.loop(dims[size_t(k)].size,
+                         innermost ? Schedule{Schedule::Kind::Vector, kVectorWidth} : Schedule{});
     d.addTerm(src, dims[size_t(k)].src, i);
     d.addTerm(dst, dims[size_t(k)].dst, i);
   }

@@ -35,17 +35,28 @@ Status lowerConstantOfShape(DispatchBuilder &d);
 
 LowerFn movementLowering(OpKind op) {
   switch (op) {
-  case OpKind::Slice: return lowerSlice;
-  case OpKind::Concat: return lowerConcat;
-  case OpKind::Split: return lowerSplit;
-  case OpKind::Transpose: return lowerTranspose;
-  case OpKind::Expand: return lowerExpand;
-  case OpKind::Tile: return lowerTile;
-  case OpKind::Pad: return lowerPad;
-  case OpKind::DepthToSpace: return lowerDepthToSpace;
-  case OpKind::SpaceToDepth: return lowerSpaceToDepth;
-  case OpKind::ConstantOfShape: return lowerConstantOfShape;
-  default: return nullptr;
+  case OpKind::Slice:
+    return lowerSlice;
+  case OpKind::Concat:
+    return lowerConcat;
+  case OpKind::Split:
+    return lowerSplit;
+  case OpKind::Transpose:
+    return lowerTranspose;
+  case OpKind::Expand:
+    return lowerExpand;
+  case OpKind::Tile:
+    return lowerTile;
+  case OpKind::Pad:
+    return lowerPad;
+  case OpKind::DepthToSpace:
+    return lowerDepthToSpace;
+  case OpKind::SpaceToDepth:
+    return lowerSpaceToDepth;
+  case OpKind::ConstantOfShape:
+    return lowerConstantOfShape;
+  default:
+    return nullptr;
   }
 }
 
@@ -105,9 +116,8 @@ SliceAxis clampSlice(DispatchBuilder &d, SVal start, SVal end, SVal step, SVal d
   const SVal last = d.sub(dim, one);
   const SVal sDown = d.clamp(s, zero, last), eDown = d.clamp(e, d.c(-1), last);
   const SVal downStep = d.select(d.lt(step, zero), d.sub(zero, d.max(step, d.c(-INT64_MAX))), one);
-  const SVal countDown = d.select(d.lt(eDown, sDown),
-                                  d.add(d.floorDiv(d.sub(d.sub(sDown, eDown), one), downStep), one),
-                                  zero);
+  const SVal countDown = d.select(
+      d.lt(eDown, sDown), d.add(d.floorDiv(d.sub(d.sub(sDown, eDown), one), downStep), one), zero);
   const SVal empty = d.eq(dim, zero);
   SliceAxis a;
   a.start = d.select(empty, zero, d.select(forward, sUp, sDown));
@@ -182,8 +192,10 @@ void emitBands(DispatchBuilder &d, bool gather, int wide, const std::vector<int>
   }
   if (isConstant(d, outer, 1)) {
     for (size_t k = 0; k < parts.size(); ++k) {
-      if (gather) emitFlatCopy(d, parts[k], wide, chunks[k], {}, begins[k]);
-      else emitFlatCopy(d, wide, parts[k], chunks[k], begins[k], {});
+      if (gather)
+        emitFlatCopy(d, parts[k], wide, chunks[k], {}, begins[k]);
+      else
+        emitFlatCopy(d, wide, parts[k], chunks[k], begins[k], {});
     }
     return;
   }
@@ -196,8 +208,10 @@ void emitBands(DispatchBuilder &d, bool gather, int wide, const std::vector<int>
     d.addTerm(whole, begins[k]);
     part.add(1, -1, j);
     whole.add(1, -1, j);
-    if (gather) b.store(wide, whole, b.load(parts[k], part));
-    else b.store(parts[k], part, b.load(wide, whole));
+    if (gather)
+      b.store(wide, whole, b.load(parts[k], part));
+    else
+      b.store(parts[k], part, b.load(wide, whole));
     b.endLoop();
   }
   b.endLoop();
@@ -262,7 +276,8 @@ Expected<std::vector<SVal>> splitSizes(DispatchBuilder &d, SVal dim) {
   std::vector<SVal> sizes;
   if (d.input(1)) {
     KILN_ASSIGN_OR_RETURN(int64_t n, requireLength(d, 1, "split"));
-    if (n != outputs) return makeError("Split: split has ", n, " entries for ", outputs, " outputs");
+    if (n != outputs)
+      return makeError("Split: split has ", n, " entries for ", outputs, " outputs");
     SVal sum = d.c(0);
     for (int k = 0; k < outputs; ++k) {
       sizes.push_back(d.elem(1, k));
@@ -458,7 +473,8 @@ int padSource(kir::KernelBuilder &b, PadMode mode, int p, int n) {
     return b.binary(O::Min, t, b.binary(O::Max, t, p, b.intConstant(t, 0)),
                     b.binary(O::Sub, t, n, b.intConstant(t, 1)));
   if (mode == PadMode::Wrap) return mod(p, n);
-  const int period = b.binary(O::Mul, t, b.intConstant(t, 2), b.binary(O::Sub, t, n, b.intConstant(t, 1)));
+  const int period =
+      b.binary(O::Mul, t, b.intConstant(t, 2), b.binary(O::Sub, t, n, b.intConstant(t, 1)));
   const int m = mod(p, period);
   return b.select(t, b.compare(O::Lt, t, m, n), m, b.binary(O::Sub, t, period, m));
 }
@@ -502,8 +518,8 @@ void emitModePad(DispatchBuilder &d, PadMode mode, const std::vector<PadAxis> &a
   for (int a = 0; a + 1 < r; ++a) {
     const PadAxis &ax = axes[size_t(a)];
     const int p = b.binary(Opcode::Sub, DType::I64, coords[size_t(a)], d.value(ax.before));
-    const int at = b.binary(Opcode::Add, DType::I64, d.value(ax.lo),
-                            padSource(b, mode, p, d.value(ax.kept)));
+    const int at =
+        b.binary(Opcode::Add, DType::I64, d.value(ax.lo), padSource(b, mode, p, d.value(ax.kept)));
     src = addValues(b, src, mulValue(d, at, inStrides[size_t(a)]));
   }
   const Affine dstRow = d.term(last.out, row);
@@ -542,11 +558,16 @@ Status lowerPad(DispatchBuilder &d) {
   if (r < 0) return makeError("Pad needs an input of known rank");
   const std::string modeName = d.node().getString("mode");
   PadMode mode;
-  if (modeName == "constant") mode = PadMode::Constant;
-  else if (modeName == "reflect") mode = PadMode::Reflect;
-  else if (modeName == "edge") mode = PadMode::Edge;
-  else if (modeName == "wrap") mode = PadMode::Wrap;
-  else return makeError("Pad: unknown mode '", modeName, "'");
+  if (modeName == "constant")
+    mode = PadMode::Constant;
+  else if (modeName == "reflect")
+    mode = PadMode::Reflect;
+  else if (modeName == "edge")
+    mode = PadMode::Edge;
+  else if (modeName == "wrap")
+    mode = PadMode::Wrap;
+  else
+    return makeError("Pad: unknown mode '", modeName, "'");
   KILN_ASSIGN_OR_RETURN(int64_t np, requireLength(d, 1, "pads"));
   std::vector<SVal> begins(size_t(r), d.c(0)), ends(size_t(r), d.c(0));
   if (d.input(3)) {
@@ -597,8 +618,10 @@ Status lowerPad(DispatchBuilder &d) {
     return Status::success();
   }
   // Constant mode: fill, then copy the kept window into place.
-  if (padded) emitFill(d, d.out(0), outDims, [&](kir::KernelBuilder &b) { return padValue(d, b, t); });
-  const std::vector<SVal> inStrides = rowMajorStrides(d, d.dims(0)), outStrides = rowMajorStrides(d, outDims);
+  if (padded)
+    emitFill(d, d.out(0), outDims, [&](kir::KernelBuilder &b) { return padValue(d, b, t); });
+  const std::vector<SVal> inStrides = rowMajorStrides(d, d.dims(0)),
+                          outStrides = rowMajorStrides(d, outDims);
   BoxCopy copy{d.in(0), d.out(0), {}, inStrides, outStrides, zero, zero};
   for (int a = 0; a < r; ++a) {
     copy.dims.push_back(axes[size_t(a)].kept);

@@ -17,16 +17,20 @@ Tensor randomTensor(DType dtype, const Shape64 &shape, uint64_t seed, double lo,
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == DType::Bool) t.setInt(i, rng() & 1);
-    else if (isFloat(dtype)) t.setDouble(i, u(rng));
-    else t.setInt(i, static_cast<int64_t>(std::floor(u(rng))));
+    if (dtype == DType::Bool)
+      t.setInt(i, rng() & 1);
+    else if (isFloat(dtype))
+      t.setDouble(i, u(rng));
+    else
+      t.setInt(i, static_cast<int64_t>(std::floor(u(rng))));
   }
   return t;
 }
 
 namespace {
 
-Expected<std::string> compileToBytes(const std::string &model, int optLevel, bool copySteps = true) {
+Expected<std::string> compileToBytes(const std::string &model, int optLevel,
+                                     bool copySteps = true) {
   KILN_ASSIGN_OR_RETURN(Model m, parseModel(model, "test.kir"));
   package::PackageOptions po;
   po.optLevel = optLevel;
