@@ -31,8 +31,8 @@ Status refuseStrings(const DispatchBuilder &d);
 // naming `what`.
 Expected<int> resolveAxis(int64_t axis, int rank, const char *what);
 
-// `v` (an i64 SSA value) times the shape value `s`, skipping the product
-// when s is the constant 1.
+// `v` (an i64 SSA value) times the shape value `s`: `v` itself when s is
+// the constant 1, -1 (no term, i.e. zero) when it is the constant 0.
 int mulValue(DispatchBuilder &d, int v, SVal s);
 // a + b on i64 SSA values where either may be -1 (absent: zero).
 int addValues(kir::KernelBuilder &b, int a, int bValue);
