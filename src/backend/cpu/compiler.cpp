@@ -64,8 +64,10 @@ std::vector<const Value *> regionFreeValues(const Node &node) {
 // Builds the programs of one model: slots, steps, and the kernels to compile.
 class ProgramBuilder {
 public:
-  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode)
-      : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)) {}
+  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode,
+                 bool copySteps)
+      : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)),
+        copySteps_(copySteps) {}
 
   struct Scope {
     const Scope *parent;
@@ -118,6 +120,7 @@ private:
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
   std::string perturbNode_;
+  bool copySteps_ = true; // CompileOptions::copySteps
 
 public:
   int perturbedSteps = 0;
@@ -500,7 +503,7 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       if (v) newSlot(scope, v);
   };
   const bool hasRegions = !node.regions().empty();
-  if (!hasRegions)
+  if (!hasRegions && copySteps_)
     if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, nullptr)) {
       copy->generalVariant = generalVariantOf(scope, node, in, out);
       claimOutputs();
@@ -579,7 +582,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   std::string perturbNode = options.perturbNode;
   if (const char *env = std::getenv("KILN_DEBUG_PERTURB"); env && perturbNode.empty())
     perturbNode = env;
-  ProgramBuilder builder(target, cm->stats_, perturbNode);
+  ProgramBuilder builder(target, cm->stats_, perturbNode, options.copySteps);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
   if (!perturbNode.empty() && builder.perturbedSteps == 0)
     return makeError("KILN_DEBUG_PERTURB: no compiled step computes node '", perturbNode,
