@@ -6,10 +6,11 @@
 // Both convolutions accumulate into memory a row (Conv) or a plane
 // (ConvTranspose) at a time, in the order the interpreter sums: bias, then
 // each input channel, kernel tap by kernel tap, a weighted input row added
-// into the accumulator row. The innermost loop runs over contiguous
-// positions of the window's last axis; its interior (every tap inside the
-// input) needs no bounds checks and is vectorized, the borders on either
-// side check each element. The accumulator is output 0 itself for f32 and
+// into the accumulator row (Conv adds the taps of a short static last
+// kernel axis in a register first, in the same order). The innermost loop
+// runs over contiguous positions of the window's last axis; its interior
+// (every tap inside the input) needs no bounds checks and is vectorized,
+// the borders on either side check each element. The accumulator is output 0 itself for f32 and
 // f64, an f32 scratch buffer for the 16-bit floats (rounded once at the
 // end, as the interpreter does).
 #include "lower/conv_common.h"
@@ -65,6 +66,12 @@ Affine plus(Affine a, const Affine &b) {
   a.terms.insert(a.terms.end(), b.terms.begin(), b.terms.end());
   return a;
 }
+
+// Conv unrolls a static last kernel axis up to this many taps.
+constexpr int64_t kMaxUnrolledTaps = 16;
+
+// The affine constant c (empty for 0).
+Affine constantAffine(int64_t c) { return c == 0 ? Affine{} : Affine::constant(c); }
 
 bool isZero(DispatchBuilder &d, SVal v) {
   auto k = d.constant(v);
@@ -208,39 +215,58 @@ Status emitConv(DispatchBuilder &d, const Node &conv, int xi, int wi, int bi) {
     xRow = i.add(xRow, i.mul(iy, d.value(inStride[a])));
     d.addTerm(wTap, kStride[a], k);
   }
-  const int kx = d.loop(kW);
-  const int wv = convlower::convert(b, s.acc, wt, b.load(d.in(wi), plus(wTap, Affine{}.add(1, -1, kx)), wBase));
+  // The taps of the last kernel axis, each as its weight and its column
+  // offset (kx * dilation). A short static axis is unrolled, so each
+  // output element sums its taps in a register; a long or symbolic one
+  // loops over kx outside the row loops.
+  std::vector<std::pair<int, Affine>> lastTaps;
+  const std::optional<int64_t> kWidth = d.constant(kW);
+  const bool unrolled = kWidth && *kWidth <= kMaxUnrolledTaps;
+  if (unrolled) {
+    for (int64_t u = 0; u < *kWidth; ++u)
+      lastTaps.emplace_back(
+          convlower::convert(b, s.acc, wt, b.load(d.in(wi), plus(wTap, constantAffine(u)), wBase)),
+          constantAffine(u * wl.dilation));
+  } else {
+    const int kx = d.loop(kW);
+    lastTaps.emplace_back(convlower::convert(b, s.acc, wt,
+                                             b.load(d.in(wi), plus(wTap, Affine{}.add(1, -1, kx)), wBase)),
+                          Affine{}.add(wl.dilation, -1, kx));
+  }
   const Affine xChannel = d.term(inPlane, c);
-  // acc[ox] += w * x[ox * stride + kx * dilation - padBegin] for ox in
-  // [start, start + count).
+  // acc[ox] += sum over the taps of w * x[ox * stride + offset - padBegin]
+  // for ox in [start, start + count).
   auto taps = [&](SVal start, SVal count, bool checked) {
     if (isZero(d, count)) return;
     const int jj = d.loop(count, checked ? Schedule{} : Schedule{Schedule::Kind::Vector, 8});
     Affine ox = d.term(start);
     ox.add(1, -1, jj);
-    Affine col;
-    d.addTerm(col, start, -1, wl.stride);
-    col.add(wl.stride, -1, jj).add(wl.dilation, -1, kx);
-    d.addTerm(col, wl.padBegin, -1, -1);
-    int xv;
-    if (checked) {
-      const int ic = b.index(col);
-      const int valid = i.inRange(ic, d.value(inW));
-      const int safe = i.select(valid, ic, i.c(0));
-      xv = convlower::convert(b, s.acc, xt, b.load(d.in(xi), xChannel, i.add(xRow, safe)));
-      xv = b.select(s.acc, valid, xv, b.constant(s.acc, 0));
-    } else {
-      xv = convlower::convert(b, s.acc, xt, b.load(d.in(xi), plus(xChannel, col), xRow));
+    Affine first; // the column of the tap at offset 0
+    d.addTerm(first, start, -1, wl.stride);
+    first.add(wl.stride, -1, jj);
+    d.addTerm(first, wl.padBegin, -1, -1);
+    int sum = b.load(acc, ox, accRow);
+    for (const auto &[wv, offset] : lastTaps) {
+      const Affine col = plus(first, offset);
+      int xv;
+      if (checked) {
+        const int ic = b.index(col);
+        const int valid = i.inRange(ic, d.value(inW));
+        const int safe = i.select(valid, ic, i.c(0));
+        xv = convlower::convert(b, s.acc, xt, b.load(d.in(xi), xChannel, i.add(xRow, safe)));
+        xv = b.select(s.acc, valid, xv, b.constant(s.acc, 0));
+      } else {
+        xv = convlower::convert(b, s.acc, xt, b.load(d.in(xi), plus(xChannel, col), xRow));
+      }
+      sum = b.binary(Opcode::Add, s.acc, sum, b.binary(Opcode::Mul, s.acc, wv, xv));
     }
-    const int sum = b.binary(Opcode::Add, s.acc, b.load(acc, ox, accRow),
-                             b.binary(Opcode::Mul, s.acc, wv, xv));
     b.store(acc, ox, sum, accRow);
     b.endLoop();
   };
   taps(d.c(0), mid.lo, true);
   taps(mid.lo, d.sub(mid.hi, mid.lo), false);
   taps(mid.hi, d.sub(outW, mid.hi), true);
-  b.endLoop(); // kx
+  if (!unrolled) b.endLoop(); // kx
   for (size_t a = 0; a < last; ++a) {
     b.endIf();
     b.endLoop();

@@ -6,9 +6,10 @@
 // accumulator gives.
 //
 // One parallel iteration computes one output row: the accumulator row
-// starts at 0 and each A(i, k) adds a scaled row k of B into it (the inner
-// loop runs over contiguous columns and is vectorized); a single column
-// (N == 1) is a dot product in a register instead. The row then goes
+// starts at 0 and each A(i, k) adds a scaled row k of B into it, four rows
+// per pass summed in a register (the inner loop runs over contiguous
+// columns and is vectorized); a single column (N == 1) is a dot product in
+// a register instead. The row then goes
 // through the output conversion and, for a Fused matmul, its epilogue.
 #include "lower/conv_common.h"
 #include "lower/ops.h"
@@ -18,6 +19,9 @@ namespace kiln::lower::convlower {
 using kir::Affine;
 using kir::Opcode;
 using kir::Schedule;
+
+// Rows of B one pass over the accumulator row adds.
+constexpr int64_t kUnroll = 4;
 
 Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
   const int ra = d.inputRank(ai), rb = d.inputRank(bi);
@@ -98,15 +102,42 @@ Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
     int j = d.loop(N, {Schedule::Kind::Vector, 8});
     b.store(accBuf, Affine{}.add(1, -1, j), b.constant(acc, 0), accRow);
     b.endLoop();
-    const int k = d.loop(K);
-    const int av = convert(b, acc, t, b.load(d.in(ai), Affine{}.add(1, -1, k), aOff));
+    // acc[j] += a[k] * B[k, j], kUnroll rows of B per pass over the
+    // accumulator row (summed in order in a register), then the rest.
+    const SVal blocks = d.floorDiv(K, d.c(kUnroll));
+    const int kk = d.loop(blocks);
+    std::vector<int> av;
+    for (int64_t u = 0; u < kUnroll; ++u) {
+      Affine aAt = Affine{}.add(kUnroll, -1, kk);
+      if (u) aAt.add(u, -1, -1);
+      av.push_back(convert(b, acc, t, b.load(d.in(ai), aAt, aOff)));
+    }
     j = d.loop(N, {Schedule::Kind::Vector, 8});
-    Affine bAt = d.term(N, k);
-    bAt.add(1, -1, j);
-    const int bv = convert(b, acc, t, b.load(d.in(bi), bAt, bOff));
     const Affine at = Affine{}.add(1, -1, j);
-    b.store(accBuf, at,
-            b.binary(Opcode::Add, acc, b.load(accBuf, at, accRow), b.binary(Opcode::Mul, acc, av, bv)),
+    int sum = b.load(accBuf, at, accRow);
+    for (int64_t u = 0; u < kUnroll; ++u) {
+      Affine bAt = d.term(N, kk, kUnroll);
+      if (u) d.addTerm(bAt, N, -1, u);
+      bAt.add(1, -1, j);
+      sum = b.binary(Opcode::Add, acc, sum,
+                     b.binary(Opcode::Mul, acc, av[size_t(u)], convert(b, acc, t, b.load(d.in(bi), bAt, bOff))));
+    }
+    b.store(accBuf, at, sum, accRow);
+    b.endLoop();
+    b.endLoop();
+    const SVal done = d.mul(blocks, d.c(kUnroll));
+    const int k = d.loop(d.sub(K, done));
+    Affine aAt = d.term(done);
+    aAt.add(1, -1, k);
+    const int a = convert(b, acc, t, b.load(d.in(ai), aAt, aOff));
+    j = d.loop(N, {Schedule::Kind::Vector, 8});
+    Affine bAt = d.term(d.mul(done, N));
+    d.addTerm(bAt, N, k);
+    bAt.add(1, -1, j);
+    const Affine at2 = Affine{}.add(1, -1, j);
+    b.store(accBuf, at2,
+            b.binary(Opcode::Add, acc, b.load(accBuf, at2, accRow),
+                     b.binary(Opcode::Mul, acc, a, convert(b, acc, t, b.load(d.in(bi), bAt, bOff)))),
             accRow);
     b.endLoop();
     b.endLoop();

@@ -82,6 +82,22 @@ TEST(LowerConvOps, Conv1dAnd3dWithAndWithoutBias) {
       convInputs(DType::F32, {1, 2, 5, 6, 7}, {3, 2, 2, 3, 2}, 0, 5), f32Tolerance());
 }
 
+TEST(LowerConvOps, ConvWithALongOrSymbolicKernelWidth) {
+  // Wider than the unrolled taps: a loop over the kernel's last axis.
+  expectArtifactMatchesInterpreter(
+      convModel("Conv", DType::F32, {1, 2, 40}, {3, 2, 20}, 3, "pads = [5, 7], strides = [2]",
+                "f32[1,3,17]"),
+      convInputs(DType::F32, {1, 2, 40}, {3, 2, 20}, 3, 23), f32Tolerance());
+  const std::string model = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[1,2,l], "
+                            "%w: f32[3,2,k]) -> (%y) {\n  %y = Conv(%x, %w) {pads = [1, 2]} : "
+                            "f32[1,3,?]\n}";
+  for (auto [l, k] : {std::pair{9, 3}, {6, 8}}) {
+    SCOPED_TRACE(::testing::Message() << l << " and " << k);
+    expectArtifactMatchesInterpreter(model, convInputs(DType::F32, {1, 2, l}, {3, 2, k}, 0, 25),
+                                     f32Tolerance());
+  }
+}
+
 TEST(LowerConvOps, GroupedAndDepthwiseConvolutions) {
   expectArtifactMatchesInterpreter(
       convModel("Conv", DType::F32, {2, 4, 7, 7}, {6, 2, 3, 3}, 6, "group = 2, pads = [1, 1, 1, 1]",
@@ -173,6 +189,25 @@ TEST(LowerConvOps, ConvMicrokernelGeneralVariantWithoutEpilogue) {
   std::vector<Tensor> in = {randomTensor(DType::F32, {2, 3, 8, 8}, 60),
                             randomTensor(DType::F32, {2, 4, 4, 4}, 61)};
   EXPECT_GT(expectGeneralVariantsMatchInterpreter(model, in, f32Tolerance()), 0);
+}
+
+TEST(LowerConvOps, FusedConvTheMicrokernelRefusesRunsAsADispatch) {
+  // SAME padding over symbolic spatial dims: the packed conv cannot take
+  // it, so the whole Fused region (conv, bias, activation) is lowered.
+  const Tensor w = randomTensor(DType::F32, {4, 3, 3, 3}, 34);
+  const Tensor bias = randomTensor(DType::F32, {1, 4, 1, 1}, 35);
+  const std::string model = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[1,3,h,w]) -> (%y) {\n"
+                            "  %w = Constant() {value = " + dense(w) + "} : f32[4,3,3,3]\n" +
+                            "  %b = Constant() {value = " + dense(bias) + "} : f32[1,4,1,1]\n" +
+                            "  %c = Conv(%x, %w) {auto_pad = \"SAME_UPPER\", strides = [2, 2]} : "
+                            "f32[1,4,?,?]\n"
+                            "  %a = Add(%c, %b) : f32[1,4,?,?]\n"
+                            "  %y = LeakyRelu(%a) {alpha = 0.2} : f32[1,4,?,?]\n}";
+  for (auto [h, wd] : {std::pair{5, 6}, {9, 4}}) {
+    SCOPED_TRACE(::testing::Message() << h << "x" << wd);
+    expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {1, 3, h, wd}, 36)},
+                                     f32Tolerance());
+  }
 }
 
 TEST(LowerConvOps, MatMulMicrokernelGeneralVariantWithFusedEpilogue) {
