@@ -63,8 +63,7 @@ Expected<std::vector<WindowAxis>> convWindow(DispatchBuilder &d, const Node &nod
       // ceil(in / stride) outputs; the padding that takes is split evenly,
       // the odd element at the end (UPPER) or the start (LOWER).
       a.out = d.ceilDiv(in[i], s);
-      const SVal total =
-          d.max(d.c(0), d.sub(d.add(d.mul(d.sub(a.out, d.c(1)), s), a.span), in[i]));
+      const SVal total = d.max(d.c(0), d.sub(d.add(d.mul(d.sub(a.out, d.c(1)), s), a.span), in[i]));
       const SVal small = d.floorDiv(total, d.c(2));
       a.padBegin = autoPad == "SAME_UPPER" ? small : d.sub(total, small);
       a.padEnd = d.sub(total, a.padBegin);
@@ -218,7 +217,8 @@ Status emitRowOutput(DispatchBuilder &d, const Epilogue &ep, int acc, DType accT
         operands.push_back(it->second);
       } else {
         const int input = ep.inputOf(in);
-        if (input < 0) return makeError("fused epilogue ", n->describe(), " reads an unknown value");
+        if (input < 0)
+          return makeError("fused epilogue ", n->describe(), " reads an unknown value");
         operands.push_back(
             b.load(d.in(input), d.term(ep.strides.at(input).back(), j), rowOffset.at(input)));
       }
@@ -226,8 +226,8 @@ Status emitRowOutput(DispatchBuilder &d, const Epilogue &ep, int acc, DType accT
     KILN_ASSIGN_OR_RETURN(int r, emitElementwise(b, *n, operands));
     values[n->output(0)] = r;
   }
-  const Value *result = d.node().op() == OpKind::Fused ? d.node().getGraph("body")->outputs()[0]
-                                                       : ep.core->output(0);
+  const Value *result =
+      d.node().op() == OpKind::Fused ? d.node().getGraph("body")->outputs()[0] : ep.core->output(0);
   auto it = values.find(result);
   if (it == values.end()) return makeError("the fused region's output is not its epilogue's");
   const DType resultType = result->type().dtype();

@@ -86,9 +86,9 @@ DType accumulatorType(DType t);
 // What happens to a finished accumulator row: a fused epilogue, when the
 // node is a Fused conv/matmul, over operands broadcast against the output.
 struct Epilogue {
-  const Node *core = nullptr;               // the Conv/MatMul (the node itself when unfused)
-  std::vector<const Node *> nodes;          // the epilogue nodes, in order
-  std::map<const Value *, int> bodyInputs;  // region input -> node input index
+  const Node *core = nullptr;              // the Conv/MatMul (the node itself when unfused)
+  std::vector<const Node *> nodes;         // the epilogue nodes, in order
+  std::map<const Value *, int> bodyInputs; // region input -> node input index
   // Per node input an epilogue reads: its strides along each output axis
   // (0 where it broadcasts).
   std::map<int, std::vector<SVal>> strides;

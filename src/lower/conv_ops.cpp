@@ -47,16 +47,26 @@ Status lowerConvTranspose(DispatchBuilder &d);
 LowerFn convLowering(OpKind op) {
   using namespace convlower;
   switch (op) {
-  case OpKind::Conv: return lowerConv;
-  case OpKind::ConvTranspose: return lowerConvTranspose;
-  case OpKind::MaxPool: return lowerMaxPool;
-  case OpKind::AveragePool: return lowerAveragePool;
-  case OpKind::LpPool: return lowerLpPool;
-  case OpKind::GlobalAveragePool: return lowerGlobalAveragePool;
-  case OpKind::GlobalMaxPool: return lowerGlobalMaxPool;
-  case OpKind::GlobalLpPool: return lowerGlobalLpPool;
-  case OpKind::MatMul: return lowerMatMul;
-  default: return nullptr;
+  case OpKind::Conv:
+    return lowerConv;
+  case OpKind::ConvTranspose:
+    return lowerConvTranspose;
+  case OpKind::MaxPool:
+    return lowerMaxPool;
+  case OpKind::AveragePool:
+    return lowerAveragePool;
+  case OpKind::LpPool:
+    return lowerLpPool;
+  case OpKind::GlobalAveragePool:
+    return lowerGlobalAveragePool;
+  case OpKind::GlobalMaxPool:
+    return lowerGlobalMaxPool;
+  case OpKind::GlobalLpPool:
+    return lowerGlobalLpPool;
+  case OpKind::MatMul:
+    return lowerMatMul;
+  default:
+    return nullptr;
   }
 }
 
@@ -71,7 +81,9 @@ Affine plus(Affine a, const Affine &b) {
 constexpr int64_t kMaxUnrolledTaps = 16;
 
 // The affine constant c (empty for 0).
-Affine constantAffine(int64_t c) { return c == 0 ? Affine{} : Affine::constant(c); }
+Affine constantAffine(int64_t c) {
+  return c == 0 ? Affine{} : Affine::constant(c);
+}
 
 bool isZero(DispatchBuilder &d, SVal v) {
   auto k = d.constant(v);
@@ -126,8 +138,7 @@ Expected<ConvShape> convShape(DispatchBuilder &d, const Node &node, int xi, int 
                               const char *op) {
   ConvShape s;
   s.rank = d.inputRank(xi);
-  if (s.rank < 3)
-    return makeError(op, " needs an input of known rank >= 3 ([N, C, spatial...])");
+  if (s.rank < 3) return makeError(op, " needs an input of known rank >= 3 ([N, C, spatial...])");
   if (d.inputRank(wi) != s.rank)
     return makeError(op, " weight has rank ", d.inputRank(wi), ", expected ", s.rank,
                      " like input X");
@@ -158,14 +169,14 @@ Status emitConv(DispatchBuilder &d, const Node &conv, int xi, int wi, int bi) {
           {s.w[1], Cg, C, s.group});
   const std::vector<SVal> in(s.x.begin() + 2, s.x.end()), kernel(s.w.begin() + 2, s.w.end());
   KILN_RETURN_IF_ERROR(checkKernelShape(d, conv, kernel));
-  KILN_ASSIGN_OR_RETURN(std::vector<WindowAxis> win, convlower::convWindow(d, conv, in, kernel, false));
+  KILN_ASSIGN_OR_RETURN(std::vector<WindowAxis> win,
+                        convlower::convWindow(d, conv, in, kernel, false));
 
   std::vector<SVal> outDims = {N, M}, out;
   for (const WindowAxis &a : win) out.push_back(a.out);
   outDims.insert(outDims.end(), out.begin(), out.end());
   KILN_ASSIGN_OR_RETURN(Epilogue ep, convlower::planEpilogue(d, outDims));
-  if (bi >= 0)
-    d.check(d.eq(d.numel(bi), M), "bias has {} values, expected {}", {d.numel(bi), M});
+  if (bi >= 0) d.check(d.eq(d.numel(bi), M), "bias has {} values, expected {}", {d.numel(bi), M});
   d.setOutput(0, outDims);
   const int acc = accumulatorBuffer(d, s.acc, d.product(outDims));
 
@@ -189,15 +200,14 @@ Status emitConv(DispatchBuilder &d, const Node &conv, int xi, int wi, int bi) {
   const std::vector<int> coords = convlower::unflatten(d, rv, rowDims);
   const int nIdx = coords[0], mIdx = coords[1];
   const int g = i.div(mIdx, d.value(Mg));
-  const int xBase =
-      i.mul(i.add(i.mul(nIdx, d.value(C)), i.mul(g, d.value(Cg))), d.value(inPlane));
+  const int xBase = i.mul(i.add(i.mul(nIdx, d.value(C)), i.mul(g, d.value(Cg))), d.value(inPlane));
   const int wBase = i.mul(mIdx, d.value(d.mul(Cg, kSize)));
   const int accRow = i.mul(rv, d.value(outW));
 
   // The row starts at the bias.
-  const int init = bi >= 0 ? convlower::convert(b, s.acc, d.inputType(bi),
-                                                b.load(d.in(bi), Affine{}, mIdx))
-                           : b.constant(s.acc, 0);
+  const int init =
+      bi >= 0 ? convlower::convert(b, s.acc, d.inputType(bi), b.load(d.in(bi), Affine{}, mIdx))
+              : b.constant(s.acc, 0);
   int j = d.loop(outW, {Schedule::Kind::Vector, 8});
   b.store(acc, Affine{}.add(1, -1, j), init, accRow);
   b.endLoop();
@@ -229,9 +239,10 @@ Status emitConv(DispatchBuilder &d, const Node &conv, int xi, int wi, int bi) {
           constantAffine(u * wl.dilation));
   } else {
     const int kx = d.loop(kW);
-    lastTaps.emplace_back(convlower::convert(b, s.acc, wt,
-                                             b.load(d.in(wi), plus(wTap, Affine{}.add(1, -1, kx)), wBase)),
-                          Affine{}.add(wl.dilation, -1, kx));
+    lastTaps.emplace_back(
+        convlower::convert(b, s.acc, wt,
+                           b.load(d.in(wi), plus(wTap, Affine{}.add(1, -1, kx)), wBase)),
+        Affine{}.add(wl.dilation, -1, kx));
   }
   const Affine xChannel = d.term(inPlane, c);
   // acc[ox] += sum over the taps of w * x[ox * stride + offset - padBegin]
@@ -310,8 +321,7 @@ Expected<std::vector<WindowAxis>> transposeWindow(DispatchBuilder &d, const Node
   std::vector<WindowAxis> axes(n);
   for (size_t i = 0; i < n; ++i) {
     WindowAxis &a = axes[i];
-    if (strides[i] <= 0 || dilations[i] <= 0)
-      return makeError("strides and dilations must be > 0");
+    if (strides[i] <= 0 || dilations[i] <= 0) return makeError("strides and dilations must be > 0");
     if (auto k = d.constant(kernel[i]); k && *k <= 0)
       return makeError("kernel dims must be > 0, got ", *k, " on spatial axis ", i);
     d.check(d.lt(d.c(0), kernel[i]), "kernel dims must be > 0, got {}", {kernel[i]});
@@ -320,8 +330,8 @@ Expected<std::vector<WindowAxis>> transposeWindow(DispatchBuilder &d, const Node
     a.stride = strides[i];
     a.dilation = dilations[i];
     a.span = d.add(d.mul(d.sub(kernel[i], d.c(1)), d.c(a.dilation)), d.c(1));
-    const SVal full = d.add(d.add(d.mul(d.c(a.stride), d.sub(in[i], d.c(1))), d.c(outPad[i])),
-                            a.span);
+    const SVal full =
+        d.add(d.add(d.mul(d.c(a.stride), d.sub(in[i], d.c(1))), d.c(outPad[i])), a.span);
     if (!outShape.empty() || same) {
       // The padding is whatever makes the full result the requested size;
       // the odd element goes to the end for SAME_UPPER, else to the start.
@@ -335,8 +345,8 @@ Expected<std::vector<WindowAxis>> transposeWindow(DispatchBuilder &d, const Node
       a.padEnd = d.c(autoPad == "VALID" ? 0 : pads[i + n]);
       a.out = d.sub(d.sub(full, a.padBegin), a.padEnd);
     }
-    d.check(d.le(d.c(0), a.out), "spatial axis " + std::to_string(i) + " has negative output size {}",
-            {a.out});
+    d.check(d.le(d.c(0), a.out),
+            "spatial axis " + std::to_string(i) + " has negative output size {}", {a.out});
   }
   return axes;
 }
@@ -360,8 +370,7 @@ Status lowerConvTranspose(DispatchBuilder &d) {
   std::vector<SVal> outDims = {N, M}, out;
   for (const WindowAxis &a : win) out.push_back(a.out);
   outDims.insert(outDims.end(), out.begin(), out.end());
-  if (bi >= 0)
-    d.check(d.eq(d.numel(bi), M), "bias has {} values, expected {}", {d.numel(bi), M});
+  if (bi >= 0) d.check(d.eq(d.numel(bi), M), "bias has {} values, expected {}", {d.numel(bi), M});
   d.setOutput(0, outDims);
   const int acc = accumulatorBuffer(d, s.acc, d.product(outDims));
   KILN_ASSIGN_OR_RETURN(Epilogue ep, convlower::planEpilogue(d, outDims));
@@ -383,15 +392,13 @@ Status lowerConvTranspose(DispatchBuilder &d) {
   const int pv = b.index(Affine{}.add(1, -1, p));
   const int mIdx = i.mod(pv, d.value(M)), nIdx = i.div(pv, d.value(M));
   const int g = i.div(mIdx, d.value(Mg)), mg = i.mod(mIdx, d.value(Mg));
-  const int xBase =
-      i.mul(i.add(i.mul(nIdx, d.value(C)), i.mul(g, d.value(Cg))), d.value(inPlane));
-  const int wBase =
-      i.mul(i.add(i.mul(i.mul(g, d.value(Cg)), d.value(Mg)), mg), d.value(kSize));
+  const int xBase = i.mul(i.add(i.mul(nIdx, d.value(C)), i.mul(g, d.value(Cg))), d.value(inPlane));
+  const int wBase = i.mul(i.add(i.mul(i.mul(g, d.value(Cg)), d.value(Mg)), mg), d.value(kSize));
   const int accPlane = i.mul(pv, d.value(outPlane));
 
-  const int init = bi >= 0 ? convlower::convert(b, s.acc, d.inputType(bi),
-                                                b.load(d.in(bi), Affine{}, mIdx))
-                           : b.constant(s.acc, 0);
+  const int init =
+      bi >= 0 ? convlower::convert(b, s.acc, d.inputType(bi), b.load(d.in(bi), Affine{}, mIdx))
+              : b.constant(s.acc, 0);
   int j = d.loop(outPlane, {Schedule::Kind::Vector, 8});
   b.store(acc, Affine{}.add(1, -1, j), init, accPlane);
   b.endLoop();
@@ -415,7 +422,8 @@ Status lowerConvTranspose(DispatchBuilder &d) {
     yRow = i.add(yRow, i.mul(oy, d.value(outStride[a])));
   }
   const int kx = d.loop(kW);
-  const int wv = convlower::convert(b, s.acc, wt, b.load(d.in(1), plus(wTap, Affine{}.add(1, -1, kx)), wBase));
+  const int wv =
+      convlower::convert(b, s.acc, wt, b.load(d.in(1), plus(wTap, Affine{}.add(1, -1, kx)), wBase));
   // acc[ix * stride + kx * dilation - padBegin] += w * x[ix] for ix in
   // [start, start + count).
   auto taps = [&](SVal start, SVal count, bool checked) {
@@ -449,7 +457,7 @@ Status lowerConvTranspose(DispatchBuilder &d) {
     b.endLoop();
   }
   for (size_t a = 0; a < last; ++a) b.endLoop(); // input rows
-  b.endLoop();                                    // c
+  b.endLoop();                                   // c
   KILN_RETURN_IF_ERROR(
       convlower::emitRowOutput(d, ep, acc, s.acc, accPlane, accPlane, outPlane, {}));
   b.endLoop(); // p

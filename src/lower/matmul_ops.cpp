@@ -30,8 +30,14 @@ Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
   if (d.inputType(bi) != t)
     return makeError("A is ", dtypeName(t), " but B is ", dtypeName(d.inputType(bi)));
   switch (t) {
-  case DType::F32: case DType::F64: case DType::F16: case DType::BF16: case DType::I32:
-  case DType::I64: case DType::U32: case DType::U64:
+  case DType::F32:
+  case DType::F64:
+  case DType::F16:
+  case DType::BF16:
+  case DType::I32:
+  case DType::I64:
+  case DType::U32:
+  case DType::U64:
     break;
   default:
     return makeError("MatMul of ", dtypeName(t), " is not supported");
@@ -70,8 +76,8 @@ Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
   KILN_ASSIGN_OR_RETURN(Epilogue ep, planEpilogue(d, outDims));
   if (!ep.nodes.empty() && rb < 2) return makeError("a fused matmul needs a B of rank >= 2");
   d.setOutput(0, outDims);
-  const int accBuf = d.outputType(0) == acc ? d.out(0)
-                                            : d.scratch(d.addScratch(acc, d.product(outDims)));
+  const int accBuf =
+      d.outputType(0) == acc ? d.out(0) : d.scratch(d.addScratch(acc, d.product(outDims)));
 
   std::vector<SVal> rowDims = batch;
   rowDims.push_back(M);
@@ -120,7 +126,8 @@ Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
       if (u) d.addTerm(bAt, N, -1, u);
       bAt.add(1, -1, j);
       sum = b.binary(Opcode::Add, acc, sum,
-                     b.binary(Opcode::Mul, acc, av[size_t(u)], convert(b, acc, t, b.load(d.in(bi), bAt, bOff))));
+                     b.binary(Opcode::Mul, acc, av[size_t(u)],
+                              convert(b, acc, t, b.load(d.in(bi), bAt, bOff))));
     }
     b.store(accBuf, at, sum, accRow);
     b.endLoop();
@@ -135,10 +142,11 @@ Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
     d.addTerm(bAt, N, k);
     bAt.add(1, -1, j);
     const Affine at2 = Affine{}.add(1, -1, j);
-    b.store(accBuf, at2,
-            b.binary(Opcode::Add, acc, b.load(accBuf, at2, accRow),
-                     b.binary(Opcode::Mul, acc, a, convert(b, acc, t, b.load(d.in(bi), bAt, bOff)))),
-            accRow);
+    b.store(
+        accBuf, at2,
+        b.binary(Opcode::Add, acc, b.load(accBuf, at2, accRow),
+                 b.binary(Opcode::Mul, acc, a, convert(b, acc, t, b.load(d.in(bi), bAt, bOff)))),
+        accRow);
     b.endLoop();
     b.endLoop();
   }
@@ -150,6 +158,8 @@ Status emitMatMul(DispatchBuilder &d, int ai, int bi) {
   return Status::success();
 }
 
-Status lowerMatMul(DispatchBuilder &d) { return emitMatMul(d, 0, 1); }
+Status lowerMatMul(DispatchBuilder &d) {
+  return emitMatMul(d, 0, 1);
+}
 
 } // namespace kiln::lower::convlower

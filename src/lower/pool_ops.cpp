@@ -32,13 +32,20 @@ bool isZeroSVal(DispatchBuilder &d, SVal v) {
 // The smallest value of `t` (numeric_limits::lowest).
 int lowestOf(kir::KernelBuilder &b, DType t) {
   switch (t) {
-  case DType::F32: return b.constant(t, -double(std::numeric_limits<float>::max()));
-  case DType::F64: return b.constant(t, -std::numeric_limits<double>::max());
-  case DType::I8: return b.intConstant(t, std::numeric_limits<int8_t>::lowest());
-  case DType::I16: return b.intConstant(t, std::numeric_limits<int16_t>::lowest());
-  case DType::I32: return b.intConstant(t, std::numeric_limits<int32_t>::lowest());
-  case DType::I64: return b.intConstant(t, std::numeric_limits<int64_t>::lowest());
-  default: return b.intConstant(t, 0); // unsigned
+  case DType::F32:
+    return b.constant(t, -double(std::numeric_limits<float>::max()));
+  case DType::F64:
+    return b.constant(t, -std::numeric_limits<double>::max());
+  case DType::I8:
+    return b.intConstant(t, std::numeric_limits<int8_t>::lowest());
+  case DType::I16:
+    return b.intConstant(t, std::numeric_limits<int16_t>::lowest());
+  case DType::I32:
+    return b.intConstant(t, std::numeric_limits<int32_t>::lowest());
+  case DType::I64:
+    return b.intConstant(t, std::numeric_limits<int64_t>::lowest());
+  default:
+    return b.intConstant(t, 0); // unsigned
   }
 }
 
@@ -68,8 +75,8 @@ int lpResult(kir::KernelBuilder &b, DType t, int root) {
 // (an i64 value) that fall inside the input or its padding, i.e. before
 // in + padEnd (none falls before -padBegin).
 int paddedTaps(DispatchBuilder &d, I64 &i, const WindowAxis &a, int o) {
-  const int room = i.sub(d.value(d.add(d.add(a.in, a.padEnd), a.padBegin)),
-                         i.mul(o, i.c(a.stride)));
+  const int room =
+      i.sub(d.value(d.add(d.add(a.in, a.padEnd), a.padBegin)), i.mul(o, i.c(a.stride)));
   const int taps = i.floorDivConst(i.add(room, i.c(a.dilation - 1)), a.dilation);
   const int k = d.value(a.kernel);
   const int atMost = i.select(i.lt(taps, k), taps, k);
@@ -106,8 +113,9 @@ private:
 Status WindowPool::lower() {
   const Node &node = d_.node();
   const int rank = d_.inputRank(0);
-  const char *op = kind_ == PoolKind::Max ? "MaxPool" : kind_ == PoolKind::Average ? "AveragePool"
-                                                                                   : "LpPool";
+  const char *op = kind_ == PoolKind::Max       ? "MaxPool"
+                   : kind_ == PoolKind::Average ? "AveragePool"
+                                                : "LpPool";
   if (rank < 3) return makeError(op, " needs an input of known rank >= 3 ([N, C, spatial...])");
   t_ = d_.inputType(0);
   if (kind_ == PoolKind::Max ? (t_ == DType::Bool || t_ == DType::String) : !isFloat(t_))
@@ -145,8 +153,8 @@ Status WindowPool::lower() {
   }
   const WindowAxis &wl = win_.back();
   const SVal outW = wl.out, rows = d_.product(rowDims);
-  const Interior mid = interiorRange(d_, outW, wl.in, wl.kernel, wl.stride, wl.dilation,
-                                     wl.padBegin);
+  const Interior mid =
+      interiorRange(d_, outW, wl.in, wl.kernel, wl.stride, wl.dilation, wl.padBegin);
 
   kir::KernelBuilder &b = d_.beginKernel(rows, d_.mul(outW, d_.product(kernel)));
   I64 i{b};
@@ -281,10 +289,8 @@ void WindowPool::finish(int ox) {
   }
   case PoolKind::Average: {
     int divisor = count;
-    if (countPad_)
-      divisor = i.mul(padOuter_, paddedTaps(d_, i, win_.back(), ox));
-    const int mean =
-        b.binary(Opcode::Div, acc_, acc, b.cast(acc_, DType::I64, divisor));
+    if (countPad_) divisor = i.mul(padOuter_, paddedTaps(d_, i, win_.back(), ox));
+    const int mean = b.binary(Opcode::Div, acc_, acc, b.cast(acc_, DType::I64, divisor));
     result = convert(b, t_, acc_, b.select(acc_, i.lt(i.c(0), divisor), mean, zero));
     break;
   }
@@ -333,8 +339,12 @@ Status lowerGlobalPool(DispatchBuilder &d, GlobalKind kind) {
   const int v = convert(b, acc, t, b.load(d.in(0), at));
   const int cur = b.varRead(sum);
   switch (kind) {
-  case GlobalKind::Max: b.varWrite(sum, b.binary(Opcode::Max, acc, cur, v)); break;
-  case GlobalKind::Average: b.varWrite(sum, b.binary(Opcode::Add, acc, cur, v)); break;
+  case GlobalKind::Max:
+    b.varWrite(sum, b.binary(Opcode::Max, acc, cur, v));
+    break;
+  case GlobalKind::Average:
+    b.varWrite(sum, b.binary(Opcode::Add, acc, cur, v));
+    break;
   case GlobalKind::Lp:
     b.varWrite(sum, b.binary(Opcode::Add, acc, cur, powerOf(b, b.unary(Opcode::Abs, acc, v), p)));
     break;
@@ -357,11 +367,23 @@ Status lowerGlobalPool(DispatchBuilder &d, GlobalKind kind) {
 
 } // namespace
 
-Status lowerMaxPool(DispatchBuilder &d) { return WindowPool(d, PoolKind::Max).lower(); }
-Status lowerAveragePool(DispatchBuilder &d) { return WindowPool(d, PoolKind::Average).lower(); }
-Status lowerLpPool(DispatchBuilder &d) { return WindowPool(d, PoolKind::Lp).lower(); }
-Status lowerGlobalAveragePool(DispatchBuilder &d) { return lowerGlobalPool(d, GlobalKind::Average); }
-Status lowerGlobalMaxPool(DispatchBuilder &d) { return lowerGlobalPool(d, GlobalKind::Max); }
-Status lowerGlobalLpPool(DispatchBuilder &d) { return lowerGlobalPool(d, GlobalKind::Lp); }
+Status lowerMaxPool(DispatchBuilder &d) {
+  return WindowPool(d, PoolKind::Max).lower();
+}
+Status lowerAveragePool(DispatchBuilder &d) {
+  return WindowPool(d, PoolKind::Average).lower();
+}
+Status lowerLpPool(DispatchBuilder &d) {
+  return WindowPool(d, PoolKind::Lp).lower();
+}
+Status lowerGlobalAveragePool(DispatchBuilder &d) {
+  return lowerGlobalPool(d, GlobalKind::Average);
+}
+Status lowerGlobalMaxPool(DispatchBuilder &d) {
+  return lowerGlobalPool(d, GlobalKind::Max);
+}
+Status lowerGlobalLpPool(DispatchBuilder &d) {
+  return lowerGlobalPool(d, GlobalKind::Lp);
+}
 
 } // namespace kiln::lower::convlower

@@ -36,8 +36,9 @@ OpCheckOptions halfTolerance() {
 std::string convModel(const std::string &op, DType t, const Shape64 &x, const Shape64 &w,
                       int64_t bias, const std::string &attrs, const std::string &out,
                       const std::string &xType = "") {
-  std::string m = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: " +
-                  (xType.empty() ? typeText(t, x) : xType) + ", %w: " + typeText(t, w);
+  std::string m =
+      "kiln.model opsets {\"\" = 19}\ngraph @g(%x: " + (xType.empty() ? typeText(t, x) : xType) +
+      ", %w: " + typeText(t, w);
   if (bias > 0) m += ", %b: " + typeText(t, {bias});
   m += ") -> (%y) {\n  %y = " + op + "(%x, %w" + (bias > 0 ? ", %b" : "") + ") {" + attrs +
        "} : " + out + "\n}";
@@ -84,10 +85,10 @@ TEST(LowerConvOps, Conv1dAnd3dWithAndWithoutBias) {
 
 TEST(LowerConvOps, ConvWithALongOrSymbolicKernelWidth) {
   // Wider than the unrolled taps: a loop over the kernel's last axis.
-  expectArtifactMatchesInterpreter(
-      convModel("Conv", DType::F32, {1, 2, 40}, {3, 2, 20}, 3, "pads = [5, 7], strides = [2]",
-                "f32[1,3,17]"),
-      convInputs(DType::F32, {1, 2, 40}, {3, 2, 20}, 3, 23), f32Tolerance());
+  expectArtifactMatchesInterpreter(convModel("Conv", DType::F32, {1, 2, 40}, {3, 2, 20}, 3,
+                                             "pads = [5, 7], strides = [2]", "f32[1,3,17]"),
+                                   convInputs(DType::F32, {1, 2, 40}, {3, 2, 20}, 3, 23),
+                                   f32Tolerance());
   const std::string model = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[1,2,l], "
                             "%w: f32[3,2,k]) -> (%y) {\n  %y = Conv(%x, %w) {pads = [1, 2]} : "
                             "f32[1,3,?]\n}";
@@ -99,10 +100,10 @@ TEST(LowerConvOps, ConvWithALongOrSymbolicKernelWidth) {
 }
 
 TEST(LowerConvOps, GroupedAndDepthwiseConvolutions) {
-  expectArtifactMatchesInterpreter(
-      convModel("Conv", DType::F32, {2, 4, 7, 7}, {6, 2, 3, 3}, 6, "group = 2, pads = [1, 1, 1, 1]",
-                "f32[2,6,7,7]"),
-      convInputs(DType::F32, {2, 4, 7, 7}, {6, 2, 3, 3}, 6, 7), f32Tolerance());
+  expectArtifactMatchesInterpreter(convModel("Conv", DType::F32, {2, 4, 7, 7}, {6, 2, 3, 3}, 6,
+                                             "group = 2, pads = [1, 1, 1, 1]", "f32[2,6,7,7]"),
+                                   convInputs(DType::F32, {2, 4, 7, 7}, {6, 2, 3, 3}, 6, 7),
+                                   f32Tolerance());
   expectArtifactMatchesInterpreter(
       convModel("Conv", DType::F32, {1, 3, 8, 5}, {3, 1, 3, 3}, 3,
                 "group = 3, strides = [2, 2], auto_pad = \"SAME_UPPER\"", "f32[1,3,4,3]"),
@@ -123,13 +124,13 @@ TEST(LowerConvOps, ConvInF64F16AndBf16) {
 }
 
 TEST(LowerConvOps, ConvWithSymbolicBatchAndSpatialDimsAndSamePadding) {
-  const std::string model = convModel("Conv", DType::F32, {}, {4, 3, 3, 3}, 4,
-                                      "auto_pad = \"SAME_LOWER\", strides = [2, 1]",
-                                      "f32[n,4,?,?]", "f32[n,3,h,w]");
+  const std::string model =
+      convModel("Conv", DType::F32, {}, {4, 3, 3, 3}, 4,
+                "auto_pad = \"SAME_LOWER\", strides = [2, 1]", "f32[n,4,?,?]", "f32[n,3,h,w]");
   for (auto [n, h, w] : {std::tuple{1, 5, 4}, {3, 8, 9}, {2, 1, 1}}) {
     SCOPED_TRACE(::testing::Message() << n << "x" << h << "x" << w);
-    expectArtifactMatchesInterpreter(model, convInputs(DType::F32, {n, 3, h, w}, {4, 3, 3, 3}, 4, 21),
-                                     f32Tolerance());
+    expectArtifactMatchesInterpreter(
+        model, convInputs(DType::F32, {n, 3, h, w}, {4, 3, 3, 3}, 4, 21), f32Tolerance());
   }
 }
 
@@ -165,8 +166,8 @@ std::string constantConvModel(const std::string &epilogue, const std::string &at
   return "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n,3,8,8], %r: " + out +
          ") -> (%y) {\n  %w = Constant() {value = " + dense(w) + "} : f32[4,3,3,3]\n" +
          "  %b = Constant() {value = " + dense(b) + "} : f32[4]\n" +
-         "  %s = Constant() {value = " + dense(scale) + "} : f32[4,1,1]\n" + "  %c = Conv(%x, %w, %b) {" +
-         attrs + "} : " + out + "\n" + epilogue + "\n}";
+         "  %s = Constant() {value = " + dense(scale) + "} : f32[4,1,1]\n" +
+         "  %c = Conv(%x, %w, %b) {" + attrs + "} : " + out + "\n" + epilogue + "\n}";
 }
 
 TEST(LowerConvOps, ConvMicrokernelGeneralVariantWithFusedEpilogue) {
@@ -184,8 +185,8 @@ TEST(LowerConvOps, ConvMicrokernelGeneralVariantWithFusedEpilogue) {
 
 TEST(LowerConvOps, ConvMicrokernelGeneralVariantWithoutEpilogue) {
   const std::string model =
-      constantConvModel("  %y = Identity(%c) : f32[n,4,4,4]", "strides = [2, 2], pads = [1, 0, 0, 1]",
-                        "f32[n,4,4,4]");
+      constantConvModel("  %y = Identity(%c) : f32[n,4,4,4]",
+                        "strides = [2, 2], pads = [1, 0, 0, 1]", "f32[n,4,4,4]");
   std::vector<Tensor> in = {randomTensor(DType::F32, {2, 3, 8, 8}, 60),
                             randomTensor(DType::F32, {2, 4, 4, 4}, 61)};
   EXPECT_GT(expectGeneralVariantsMatchInterpreter(model, in, f32Tolerance()), 0);
@@ -197,7 +198,8 @@ TEST(LowerConvOps, FusedConvTheMicrokernelRefusesRunsAsADispatch) {
   const Tensor w = randomTensor(DType::F32, {4, 3, 3, 3}, 34);
   const Tensor bias = randomTensor(DType::F32, {1, 4, 1, 1}, 35);
   const std::string model = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[1,3,h,w]) -> (%y) {\n"
-                            "  %w = Constant() {value = " + dense(w) + "} : f32[4,3,3,3]\n" +
+                            "  %w = Constant() {value = " +
+                            dense(w) + "} : f32[4,3,3,3]\n" +
                             "  %b = Constant() {value = " + dense(bias) + "} : f32[1,4,1,1]\n" +
                             "  %c = Conv(%x, %w) {auto_pad = \"SAME_UPPER\", strides = [2, 2]} : "
                             "f32[1,4,?,?]\n"
@@ -210,11 +212,27 @@ TEST(LowerConvOps, FusedConvTheMicrokernelRefusesRunsAsADispatch) {
   }
 }
 
+TEST(LowerConvOps, ConvMicrokernelTakesSamePaddingOverStaticDims) {
+  // The step factory works the padding out at compile time.
+  const Tensor w = randomTensor(DType::F32, {4, 3, 3, 3}, 37);
+  for (const char *mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    SCOPED_TRACE(mode);
+    const std::string model =
+        "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[2,3,8,7]) -> (%y) {\n"
+        "  %w = Constant() {value = " +
+        dense(w) + "} : f32[4,3,3,3]\n" + "  %y = Conv(%x, %w) {auto_pad = \"" + mode +
+        "\", strides = [2, 3]} : f32[2,4,4,3]\n}";
+    expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {2, 3, 8, 7}, 38)},
+                                     f32Tolerance());
+  }
+}
+
 TEST(LowerConvOps, MatMulMicrokernelGeneralVariantWithFusedEpilogue) {
   const Tensor w = randomTensor(DType::F32, {5, 7}, 70), b = randomTensor(DType::F32, {7}, 71);
   const std::string model = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n,2,5]) -> (%y) {\n"
-                            "  %w = Constant() {value = " + dense(w) + "} : f32[5,7]\n" +
-                            "  %b = Constant() {value = " + dense(b) + "} : f32[7]\n" +
+                            "  %w = Constant() {value = " +
+                            dense(w) + "} : f32[5,7]\n" + "  %b = Constant() {value = " + dense(b) +
+                            "} : f32[7]\n" +
                             "  %m = MatMul(%x, %w) : f32[n,2,7]\n"
                             "  %a = Add(%m, %b) : f32[n,2,7]\n"
                             "  %s = Sigmoid(%a) : f32[n,2,7]\n"
@@ -233,9 +251,13 @@ TEST(LowerConvOps, ConvTranspose2dStridesPadsOutputPaddingDilationsAndGroups) {
     Shape64 x, w;
     std::string attrs, out;
   } cases[] = {
-      {{2, 3, 4, 5}, {3, 2, 3, 3}, "strides = [2, 3], pads = [1, 0, 2, 1], output_padding = [1, 2]",
+      {{2, 3, 4, 5},
+       {3, 2, 3, 3},
+       "strides = [2, 3], pads = [1, 0, 2, 1], output_padding = [1, 2]",
        "f32[2,2,7,16]"},
-      {{1, 4, 3, 3}, {4, 3, 2, 3}, "group = 2, dilations = [2, 1], strides = [1, 2]",
+      {{1, 4, 3, 3},
+       {4, 3, 2, 3},
+       "group = 2, dilations = [2, 1], strides = [1, 2]",
        "f32[1,6,5,7]"},
       {{1, 2, 3, 4}, {2, 2, 3, 3}, "strides = [3, 2], pads = [2, 2, 2, 2]", "f32[1,2,5,5]"},
   };
@@ -261,16 +283,17 @@ TEST(LowerConvOps, ConvTransposeOutputShapeAndAutoPad) {
   };
   for (const Case &c : cases) {
     SCOPED_TRACE(c.attrs);
-    expectArtifactMatchesInterpreter(convModel("ConvTranspose", DType::F32, x, w, 0, c.attrs, c.out),
-                                     convInputs(DType::F32, x, w, 0, 91), f32Tolerance());
+    expectArtifactMatchesInterpreter(
+        convModel("ConvTranspose", DType::F32, x, w, 0, c.attrs, c.out),
+        convInputs(DType::F32, x, w, 0, 91), f32Tolerance());
   }
 }
 
 TEST(LowerConvOps, ConvTranspose1dAnd3dInF64AndF16) {
-  expectArtifactMatchesInterpreter(
-      convModel("ConvTranspose", DType::F64, {2, 3, 6}, {3, 2, 4}, 2,
-                "strides = [3], pads = [1, 2], dilations = [2]", "f64[2,2,19]"),
-      convInputs(DType::F64, {2, 3, 6}, {3, 2, 4}, 2, 101));
+  expectArtifactMatchesInterpreter(convModel("ConvTranspose", DType::F64, {2, 3, 6}, {3, 2, 4}, 2,
+                                             "strides = [3], pads = [1, 2], dilations = [2]",
+                                             "f64[2,2,19]"),
+                                   convInputs(DType::F64, {2, 3, 6}, {3, 2, 4}, 2, 101));
   expectArtifactMatchesInterpreter(
       convModel("ConvTranspose", DType::F16, {1, 2, 3, 2, 4}, {2, 2, 2, 3, 2}, 2,
                 "strides = [2, 1, 2]", typeText(DType::F16, {1, 2, 6, 4, 8})),
@@ -278,9 +301,9 @@ TEST(LowerConvOps, ConvTranspose1dAnd3dInF64AndF16) {
 }
 
 TEST(LowerConvOps, ConvTransposeWithSymbolicDims) {
-  const std::string model = convModel("ConvTranspose", DType::F32, {}, {3, 2, 3, 3}, 2,
-                                      "strides = [2, 2], pads = [1, 1, 0, 0]", "f32[n,2,?,?]",
-                                      "f32[n,3,h,w]");
+  const std::string model =
+      convModel("ConvTranspose", DType::F32, {}, {3, 2, 3, 3}, 2,
+                "strides = [2, 2], pads = [1, 1, 0, 0]", "f32[n,2,?,?]", "f32[n,3,h,w]");
   for (auto [n, h, w] : {std::tuple{1, 2, 3}, {2, 5, 1}}) {
     SCOPED_TRACE(::testing::Message() << n << "x" << h << "x" << w);
     expectArtifactMatchesInterpreter(

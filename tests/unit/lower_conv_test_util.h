@@ -98,7 +98,8 @@ inline int expectGeneralVariantsMatchInterpreter(const std::string &model,
   const cpu::Program &p = (*compiled)->program();
   cpu::Frame frame;
   frame.slots.resize(size_t(p.numSlots));
-  for (size_t i = 0; i < inputs.size(); ++i) frame.slots[size_t(p.inputSlots[i])] = RtValue(inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    frame.slots[size_t(p.inputSlots[i])] = RtValue(inputs[i]);
   for (const auto &[slot, value] : p.constants) frame.slots[size_t(slot)] = value;
   runtime::ThreadPool pool(2);
   Interpreter interp;

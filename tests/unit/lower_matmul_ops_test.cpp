@@ -24,7 +24,8 @@ void check(DType t, const Shape64 &a, const Shape64 &b, const Shape64 &out,
            const OpCheckOptions &o = {}, double lo = -2, double hi = 2) {
   SCOPED_TRACE(shapeToString(a) + " x " + shapeToString(b));
   expectArtifactMatchesInterpreter(matmulModel(typeText(t, a), typeText(t, b), typeText(t, out)),
-                                   {randomTensor(t, a, 1, lo, hi), randomTensor(t, b, 2, lo, hi)}, o);
+                                   {randomTensor(t, a, 1, lo, hi), randomTensor(t, b, 2, lo, hi)},
+                                   o);
 }
 
 TEST(LowerMatMulOps, BatchDimsBroadcastLikeNumpy) {
@@ -85,7 +86,8 @@ TEST(LowerMatMulOps, GemmStepGeneralVariant) {
   for (auto [b, bb] : {std::pair{2, 1}, {3, 3}, {1, 2}}) {
     SCOPED_TRACE(::testing::Message() << b << " and " << bb);
     EXPECT_GT(expectGeneralVariantsMatchInterpreter(
-                  model, {randomTensor(DType::F32, {b, 3, 4}, 5), randomTensor(DType::F32, {bb, 4, 5}, 6)},
+                  model,
+                  {randomTensor(DType::F32, {b, 3, 4}, 5), randomTensor(DType::F32, {bb, 4, 5}, 6)},
                   o),
               0);
   }

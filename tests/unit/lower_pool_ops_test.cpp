@@ -57,13 +57,15 @@ TEST(LowerPoolOps, MaxPoolIndicesInBothStorageOrders) {
   for (int order = 0; order <= 1; ++order) {
     SCOPED_TRACE(::testing::Message() << "storage_order " << order);
     const std::string attrs = "kernel_shape = [3, 2], pads = [1, 1, 1, 0], strides = [2, 1], "
-                              "storage_order = " + std::to_string(order);
-    expectArtifactMatchesInterpreter(poolModel("MaxPool", "f32[2,3,7,6]", attrs, DType::F32, 4, true),
-                                     {randomTensor(DType::F32, {2, 3, 7, 6}, 2)});
+                              "storage_order = " +
+                              std::to_string(order);
     expectArtifactMatchesInterpreter(
-        poolModel("MaxPool", "f32[1,2,4,5,3]", "kernel_shape = [2, 2, 2], storage_order = " +
-                                                   std::to_string(order),
-                  DType::F32, 5, true),
+        poolModel("MaxPool", "f32[2,3,7,6]", attrs, DType::F32, 4, true),
+        {randomTensor(DType::F32, {2, 3, 7, 6}, 2)});
+    expectArtifactMatchesInterpreter(
+        poolModel("MaxPool", "f32[1,2,4,5,3]",
+                  "kernel_shape = [2, 2, 2], storage_order = " + std::to_string(order), DType::F32,
+                  5, true),
         {randomTensor(DType::F32, {1, 2, 4, 5, 3}, 3)});
   }
 }
@@ -72,10 +74,10 @@ TEST(LowerPoolOps, MaxPoolPropagatesNaNAndItsIndex) {
   Tensor x = randomTensor(DType::F32, {1, 1, 4, 4}, 4);
   x.setDouble(5, std::numeric_limits<double>::quiet_NaN());
   x.setDouble(10, std::numeric_limits<double>::quiet_NaN());
-  expectArtifactMatchesInterpreter(
-      poolModel("MaxPool", "f32[1,1,4,4]", "kernel_shape = [2, 2], strides = [1, 1]", DType::F32, 4,
-                true),
-      {x});
+  expectArtifactMatchesInterpreter(poolModel("MaxPool", "f32[1,1,4,4]",
+                                             "kernel_shape = [2, 2], strides = [1, 1]", DType::F32,
+                                             4, true),
+                                   {x});
 }
 
 TEST(LowerPoolOps, MaxPoolWindowsEntirelyInThePaddingGiveTheLowestValue) {
@@ -90,25 +92,27 @@ TEST(LowerPoolOps, MaxPoolWindowsEntirelyInThePaddingGiveTheLowestValue) {
 TEST(LowerPoolOps, MaxPoolOfIntegersAndHalfFloatsIn1dAnd3d) {
   for (DType t : {DType::I8, DType::U8, DType::I32, DType::I64}) {
     SCOPED_TRACE(dtypeName(t));
-    expectArtifactMatchesInterpreter(
-        poolModel("MaxPool", typeText(t, {2, 3, 11}), "kernel_shape = [3], pads = [1, 2], strides = [2]",
-                  t, 3, true),
-        {randomTensor(t, {2, 3, 11}, 6, -100, 100)});
+    expectArtifactMatchesInterpreter(poolModel("MaxPool", typeText(t, {2, 3, 11}),
+                                               "kernel_shape = [3], pads = [1, 2], strides = [2]",
+                                               t, 3, true),
+                                     {randomTensor(t, {2, 3, 11}, 6, -100, 100)});
   }
-  expectArtifactMatchesInterpreter(
-      poolModel("MaxPool", "f16[1,2,5,4,6]", "kernel_shape = [2, 3, 2], strides = [2, 1, 2]",
-                DType::F16, 5),
-      {randomTensor(DType::F16, {1, 2, 5, 4, 6}, 7)});
+  expectArtifactMatchesInterpreter(poolModel("MaxPool", "f16[1,2,5,4,6]",
+                                             "kernel_shape = [2, 3, 2], strides = [2, 1, 2]",
+                                             DType::F16, 5),
+                                   {randomTensor(DType::F16, {1, 2, 5, 4, 6}, 7)});
 }
 
 TEST(LowerPoolOps, AveragePoolCountsPaddingOrNot) {
   for (int count = 0; count <= 1; ++count)
     for (const char *extra : {"", ", ceil_mode = 1", ", dilations = [2, 1]"}) {
       const std::string attrs = "kernel_shape = [3, 3], pads = [1, 2, 2, 1], strides = [2, 2], "
-                                "count_include_pad = " + std::to_string(count) + extra;
+                                "count_include_pad = " +
+                                std::to_string(count) + extra;
       SCOPED_TRACE(attrs);
-      expectArtifactMatchesInterpreter(poolModel("AveragePool", "f64[2,2,8,9]", attrs, DType::F64, 4),
-                                       {randomTensor(DType::F64, {2, 2, 8, 9}, 8)});
+      expectArtifactMatchesInterpreter(
+          poolModel("AveragePool", "f64[2,2,8,9]", attrs, DType::F64, 4),
+          {randomTensor(DType::F64, {2, 2, 8, 9}, 8)});
     }
 }
 
@@ -151,14 +155,16 @@ TEST(LowerPoolOps, GlobalPoolsOverAnyRank) {
   expectArtifactMatchesInterpreter(
       poolModel("GlobalLpPool", "f32[2,3,4,4]", "p = 3", DType::F32, 4),
       {randomTensor(DType::F32, {2, 3, 4, 4}, 14)});
-  expectArtifactMatchesInterpreter(poolModel("GlobalAveragePool", "f16[2,3,5,5]", "", DType::F16, 4),
-                                   {randomTensor(DType::F16, {2, 3, 5, 5}, 15)}, halfTolerance());
+  expectArtifactMatchesInterpreter(
+      poolModel("GlobalAveragePool", "f16[2,3,5,5]", "", DType::F16, 4),
+      {randomTensor(DType::F16, {2, 3, 5, 5}, 15)}, halfTolerance());
 }
 
 TEST(LowerPoolOps, GlobalMaxPoolOfAllMinusInfinity) {
   for (DType t : {DType::F32, DType::F64}) {
     Tensor x(t, {1, 2, 3});
-    for (int64_t i = 0; i < x.numel(); ++i) x.setDouble(i, -std::numeric_limits<double>::infinity());
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.setDouble(i, -std::numeric_limits<double>::infinity());
     expectArtifactMatchesInterpreter(poolModel("GlobalMaxPool", typeText(t, {1, 2, 3}), "", t, 3),
                                      {x});
   }
@@ -171,8 +177,8 @@ TEST(LowerPoolOps, GlobalAveragePoolReportsEmptyPlanes) {
 
 TEST(LowerPoolOps, PoolsWithSymbolicDimsAndSamePadding) {
   const std::string model = poolModel(
-      "MaxPool", "f32[n,2,h,w]", "kernel_shape = [3, 3], auto_pad = \"SAME_UPPER\", strides = [2, 2]",
-      DType::F32, 4);
+      "MaxPool", "f32[n,2,h,w]",
+      "kernel_shape = [3, 3], auto_pad = \"SAME_UPPER\", strides = [2, 2]", DType::F32, 4);
   for (auto [n, h, w] : {std::tuple{1, 5, 4}, {2, 8, 9}, {1, 1, 1}}) {
     SCOPED_TRACE(::testing::Message() << n << "x" << h << "x" << w);
     expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {n, 2, h, w}, 16)});
@@ -182,6 +188,20 @@ TEST(LowerPoolOps, PoolsWithSymbolicDimsAndSamePadding) {
 TEST(LowerPoolOps, PoolReportsAnInputSmallerThanTheWindow) {
   expectRunError(poolModel("AveragePool", "f64[1,1,h,4]", "kernel_shape = [3, 3]", DType::F64, 4),
                  {randomTensor(DType::F64, {1, 1, 2, 4}, 1)}, "is smaller than the dilated kernel");
+}
+
+TEST(LowerPoolOps, PoolMicrokernelTakesSamePaddingAndIgnoresCeilModeUnderValid) {
+  const std::string attrs[] = {
+      "kernel_shape = [3, 2], auto_pad = \"SAME_UPPER\", strides = [2, 3]",
+      "kernel_shape = [3, 3], auto_pad = \"SAME_LOWER\", strides = [2, 2], ceil_mode = 1",
+      "kernel_shape = [2, 2], auto_pad = \"VALID\", strides = [2, 2], ceil_mode = 1",
+  };
+  for (const char *op : {"MaxPool", "AveragePool"})
+    for (const std::string &a : attrs) {
+      SCOPED_TRACE(std::string(op) + " " + a);
+      expectArtifactMatchesInterpreter(poolModel(op, "f32[2,3,9,8]", a, DType::F32, 4),
+                                       {randomTensor(DType::F32, {2, 3, 9, 8}, 18)});
+    }
 }
 
 TEST(LowerPoolOps, PoolMicrokernelGeneralVariants) {
@@ -196,8 +216,8 @@ TEST(LowerPoolOps, PoolMicrokernelGeneralVariants) {
   };
   for (const std::string &m : models) {
     SCOPED_TRACE(m);
-    EXPECT_GT(expectGeneralVariantsMatchInterpreter(m, {randomTensor(DType::F32, {2, 2, 7, 6}, 17)}),
-              0);
+    EXPECT_GT(
+        expectGeneralVariantsMatchInterpreter(m, {randomTensor(DType::F32, {2, 2, 7, 6}, 17)}), 0);
   }
 }
 

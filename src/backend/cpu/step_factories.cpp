@@ -145,9 +145,9 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   cs.S = w->dim(w->rank() - 1);
   std::vector<int64_t> strides = intsOr(*conv, "strides", std::vector<int64_t>(spatial, 1));
   std::vector<int64_t> dil = intsOr(*conv, "dilations", std::vector<int64_t>(spatial, 1));
-  std::vector<int64_t> pads = same                ? *same
-                              : autoPad == "VALID" ? std::vector<int64_t>(2 * spatial, 0)
-                                                   : intsOr(*conv, "pads", std::vector<int64_t>(2 * spatial, 0));
+  const std::vector<int64_t> noPads(2 * spatial, 0);
+  std::vector<int64_t> pads =
+      same ? *same : autoPad == "VALID" ? noPads : intsOr(*conv, "pads", noPads);
   if (static_cast<int>(strides.size()) != spatial || static_cast<int>(dil.size()) != spatial ||
       static_cast<int>(pads.size()) != 2 * spatial)
     return Error{"conv attributes do not match its rank"};

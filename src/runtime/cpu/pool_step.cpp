@@ -72,7 +72,8 @@ Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
   s.outW = outSize(s.W, s.kernelW, s.strideW, s.dilationW, s.padLeft, s.padRight, ceilMode_);
   if (s.outH <= 0 || s.outW <= 0 || !s.valid())
     return runFallback(generalVariant.get(), frame, ctx, label_,
-                       "input of shape " + shapeToString(x.shape()) + " is too small for the window");
+                       "input of shape " + shapeToString(x.shape()) +
+                           " is too small for the window");
   Shape64 outShape = rank_ == 3 ? Shape64{N, C, s.outW} : Shape64{N, C, s.outH, s.outW};
   Tensor y = frame.allocate(out_, DType::F32, outShape);
   if (kind_ == PoolKind::Max)
