@@ -311,11 +311,20 @@ const Tensor *ProgramBuilder::constantValue(Scope &scope, const Value *v) {
   return nullptr;
 }
 
+// The node's Kernel IR lowering: its op's, or for a Fused conv/matmul
+// node the lowering of its region.
+lower::LowerFn loweringOf(const Node &node) {
+  if (node.op() == OpKind::Fused &&
+      (node.getString("kind") == "conv" || node.getString("kind") == "matmul"))
+    return lower::lowerFusedConvOrMatMul;
+  return lower::kernelLoweringOf(node.op());
+}
+
 Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &scope,
                                                                          const Node &node,
                                                                          std::vector<int> in,
                                                                          std::vector<int> out) {
-  lower::LowerFn lower = lower::kernelLoweringOf(node.op());
+  lower::LowerFn lower = loweringOf(node);
   if (!lower) return makeError(node.describe(), ": no Kernel IR lowering");
   lower::DispatchBuilder d(node, "k" + std::to_string(kernels.size()),
                            [&](const Value *v) { return constantValue(scope, v); });
@@ -342,7 +351,7 @@ Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &s
 std::unique_ptr<Step> ProgramBuilder::generalVariantOf(Scope &scope, const Node &node,
                                                        const std::vector<int> &in,
                                                        const std::vector<int> &out) {
-  if (lower::kernelLoweringOf(node.op())) {
+  if (loweringOf(node)) {
     auto step = lowerToDispatch(scope, node, in, out);
     if (step.ok()) return std::move(*step);
   }
@@ -429,6 +438,17 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   } else {
     return false;
   }
+  // The microkernels take every size, but a run whose shapes they were not
+  // built for (a residual or batch that broadcasts another way) runs the
+  // node's dispatch instead.
+  bool allStatic = true;
+  for (const Value *v : node.inputs())
+    allStatic &= !v || (v->type().isTensor() && v->type().shape().isStatic());
+  if (!allStatic) {
+    std::vector<int> outs(size_t(node.numOutputs()), -1);
+    outs[0] = out;
+    step->generalVariant = generalVariantOf(scope, node, in, outs);
+  }
   newSlot(scope, node.output(0));
   scope.program->steps.push_back(std::move(step));
   ++stats_.microkernelSteps;
@@ -512,7 +532,7 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       return Status::success();
     }
   Status dispatchError = Status::success();
-  if (lower::kernelLoweringOf(node.op())) {
+  if (loweringOf(node)) {
     auto step = lowerToDispatch(scope, node, in, out);
     if (step.ok()) {
       claimOutputs();
