@@ -195,7 +195,10 @@ Status lowerQLinearMatMul(DispatchBuilder &d) {
   const int as = b.load(d.in(1), {}, imul(b, i, d.value(aScale)));
   const int ys = b.load(d.in(6), {});
   const int yz = b.cast(DType::F64, out, b.load(d.in(7), {}));
-  const int j = d.loop(p.n, {Schedule::Kind::Vector, 8});
+  // A serial loop: inside a vector loop float math may be reassociated
+  // (kernel_ir.h), and the scale must be formed exactly as ONNX Runtime
+  // forms it. The loop is O(M N), the product above O(M N K).
+  const int j = d.loop(p.n);
   kir::Affine at = d.term(p.n, r);
   at.add(1, -1, j);
   const int bs = b.load(d.in(4), d.term(bScale, j));
