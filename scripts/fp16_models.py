@@ -37,16 +37,15 @@ def _h(rng, shape, scale=0.3):
 
 def conv_net(rng, elem=TensorProto.FLOAT16):
     """Conv -> BatchNorm -> Relu -> MaxPool -> grouped strided Conv -> Relu
-    -> Resize x2 -> 1x1 ConvTranspose -> AveragePool -> ReduceMean ->
-    Gemm -> Softmax, all in 16 bits."""
+    -> ConvTranspose (x2 up) -> AveragePool -> ReduceMean -> MatMul + bias ->
+    Softmax, all in 16 bits."""
     dt = np.float16
     inits = [
         _const("w1", _h(rng, (8, 3, 3, 3))), _const("b1", _h(rng, (8,), 0.1)),
         _const("bn_s", (1 + _h(rng, (8,), 0.1)).astype(dt)), _const("bn_b", _h(rng, (8,), 0.1)),
         _const("bn_m", _h(rng, (8,), 0.1)), _const("bn_v", (1 + np.abs(_h(rng, (8,), 0.2))).astype(dt)),
         _const("w2", _h(rng, (16, 4, 3, 3))), _const("b2", _h(rng, (16,), 0.1)),
-        _const("scales", np.array([1, 1, 2, 2], np.float32)),
-        _const("wt", _h(rng, (16, 12, 1, 1))),
+        _const("wt", _h(rng, (16, 12, 2, 2))),
         _const("wg", _h(rng, (12, 10))), _const("bg", _h(rng, (10,), 0.1)),
     ]
     nodes = [
@@ -57,11 +56,11 @@ def conv_net(rng, elem=TensorProto.FLOAT16):
         helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2],
                          group=2),
         helper.make_node("Relu", ["c2"], ["r2"]),
-        helper.make_node("Resize", ["r2", "", "scales"], ["up"], mode="nearest"),
-        helper.make_node("ConvTranspose", ["up", "wt"], ["ct"]),
+        helper.make_node("ConvTranspose", ["r2", "wt"], ["ct"], strides=[2, 2]),
         helper.make_node("AveragePool", ["ct"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("ReduceMean", ["ap"], ["rm"], axes=[2, 3], keepdims=0),
-        helper.make_node("Gemm", ["rm", "wg", "bg"], ["g"]),
+        helper.make_node("MatMul", ["rm", "wg"], ["mg"]),
+        helper.make_node("Add", ["mg", "bg"], ["g"]),
         helper.make_node("Softmax", ["g"], ["y"], axis=-1),
     ]
     graph = helper.make_graph(nodes, "conv_net",
@@ -73,15 +72,15 @@ def conv_net(rng, elem=TensorProto.FLOAT16):
 def transformer_block(rng, elem=TensorProto.FLOAT16):
     """LayerNorm -> MatMul + bias -> Relu -> MatMul + bias -> residual Add ->
     attention-like MatMul of the block with itself transposed -> Softmax ->
-    MatMul, with a GRU over the sequence as a second output."""
+    MatMul, with an LSTM over the sequence as a second output."""
     d = 32
     inits = [
         _const("ln_s", (1 + _h(rng, (d,), 0.1)).astype(np.float16)), _const("ln_b", _h(rng, (d,), 0.1)),
         _const("w1", _h(rng, (d, 64), 0.2)), _const("b1", _h(rng, (64,), 0.1)),
         _const("w2", _h(rng, (64, d), 0.2)), _const("b2", _h(rng, (d,), 0.1)),
         _const("inv", np.array(1 / np.sqrt(d), np.float16)),
-        _const("gw", _h(rng, (1, 3 * 16, d), 0.2)), _const("gr", _h(rng, (1, 3 * 16, 16), 0.2)),
-        _const("gb", _h(rng, (1, 6 * 16), 0.1)),
+        _const("lw", _h(rng, (1, 4 * 16, d), 0.2)), _const("lr", _h(rng, (1, 4 * 16, 16), 0.2)),
+        _const("lb", _h(rng, (1, 8 * 16), 0.1)),
     ]
     nodes = [
         helper.make_node("LayerNormalization", ["x", "ln_s", "ln_b"], ["ln"], axis=-1),
@@ -97,8 +96,7 @@ def transformer_block(rng, elem=TensorProto.FLOAT16):
         helper.make_node("Softmax", ["att_s"], ["p"], axis=-1),
         helper.make_node("MatMul", ["p", "h"], ["y"]),
         helper.make_node("Transpose", ["h"], ["hs"], perm=[1, 0, 2]),
-        helper.make_node("GRU", ["hs", "gw", "gr", "gb"], ["", "gh"], hidden_size=16,
-                         linear_before_reset=1),
+        helper.make_node("LSTM", ["hs", "lw", "lr", "lb"], ["", "gh"], hidden_size=16),
     ]
     graph = helper.make_graph(nodes, "transformer_block",
                               [helper.make_tensor_value_info("x", elem, [2, 8, d])],
