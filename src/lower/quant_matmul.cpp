@@ -120,38 +120,83 @@ Expected<std::pair<SVal, SVal>> checkOperands(DispatchBuilder &d, const MatmulPl
                         channelStride(d, bZp, p.n, "B zero point"));
 }
 
+// Rows of B taken at once: each pass over the result row adds this many
+// products, so the row is loaded and stored a quarter as often.
+constexpr int kBlock = 4;
+
+struct RowContext {
+  const MatmulPlan &p;
+  RowOffsets o;
+  int aZp, bZp;
+  std::pair<SVal, SVal> zpStrides;
+  int az;          // A's zero point for this row (i32)
+  kir::Affine row; // the row's first element in `acc`
+  int acc;
+  DType accType;
+};
+
+// acc[j] += sum_{t < count} (A(i, k0 + t) - a_zp) * (B(k0 + t, j) - b_zp),
+// with k0 given as an affine index into A's row (aK) and as the affine
+// offset of B's row k0 (bRow). The sum of up to kBlock products of 9-bit
+// values fits an i32.
+void addProducts(DispatchBuilder &d, const RowContext &c, const kir::Affine &aK,
+                 const kir::Affine &bRow, int count) {
+  kir::KernelBuilder &b = d.kb();
+  const MatmulPlan &p = c.p;
+  std::vector<int> av;
+  for (int t = 0; t < count; ++t) {
+    kir::Affine at = aK;
+    at.add(t, -1, -1);
+    const int a = convert(b, DType::I32, d.inputType(p.a), b.load(d.in(p.a), at, c.o.aOff));
+    av.push_back(b.binary(Opcode::Sub, DType::I32, a, c.az));
+  }
+  const int j = d.loop(p.n, {Schedule::Kind::Vector, 8});
+  const int bz = zeroPointAt(d, c.bZp, d.term(c.zpStrides.second, j));
+  int sum = -1;
+  for (int t = 0; t < count; ++t) {
+    kir::Affine bAt = bRow;
+    d.addTerm(bAt, p.n, -1, t);
+    bAt.add(1, -1, j);
+    const int bv = b.binary(
+        Opcode::Sub, DType::I32,
+        convert(b, DType::I32, d.inputType(p.b), b.load(d.in(p.b), bAt, c.o.bOff)), bz);
+    const int prod = b.binary(Opcode::Mul, DType::I32, av[size_t(t)], bv);
+    sum = sum < 0 ? prod : b.binary(Opcode::Add, DType::I32, sum, prod);
+  }
+  kir::Affine at = c.row;
+  at.add(1, -1, j);
+  b.store(c.acc, at,
+          b.binary(Opcode::Add, c.accType, b.load(c.acc, at), convert(b, c.accType, DType::I32, sum)));
+  b.endLoop();
+}
+
 // Emits, inside the parallel loop over r, the accumulation of row r into
 // buffer `acc` (of type accType, at r * n): acc[j] = sum_k (A(i, k) -
-// a_zp) * (B(k, j) - b_zp).
+// a_zp) * (B(k, j) - b_zp), kBlock rows of B at a time, then the rest.
 void accumulateRow(DispatchBuilder &d, const MatmulPlan &p, int r, int aZp, int bZp,
                    std::pair<SVal, SVal> zpStrides, int acc, DType accType) {
   kir::KernelBuilder &b = d.kb();
-  const RowOffsets o = rowOffsets(d, p, r);
-  const int az = zeroPointAt(d, aZp, {}, imul(b, o.i, d.value(zpStrides.first)));
-  kir::Affine row = d.term(p.n, r);
+  RowContext c{p, rowOffsets(d, p, r), aZp, bZp, zpStrides, -1, d.term(p.n, r), acc, accType};
+  c.az = zeroPointAt(d, aZp, {}, imul(b, c.o.i, d.value(zpStrides.first)));
   {
     const int j = d.loop(p.n, {Schedule::Kind::Vector, 8});
-    kir::Affine at = row;
+    kir::Affine at = c.row;
     b.store(acc, at.add(1, -1, j), b.intConstant(accType, 0));
     b.endLoop();
   }
-  const int kk = d.loop(p.k);
-  const int av = b.binary(Opcode::Sub, DType::I32,
-                          convert(b, DType::I32, d.inputType(p.a),
-                                  b.load(d.in(p.a), kir::Affine{}.add(1, -1, kk), o.aOff)),
-                          az);
-  const int j = d.loop(p.n, {Schedule::Kind::Vector, 8});
-  kir::Affine bAt = d.term(p.n, kk);
-  bAt.add(1, -1, j);
-  const int bz = zeroPointAt(d, bZp, d.term(zpStrides.second, j));
-  const int bv = b.binary(Opcode::Sub, DType::I32,
-                          convert(b, DType::I32, d.inputType(p.b), b.load(d.in(p.b), bAt, o.bOff)),
-                          bz);
-  kir::Affine at = row;
-  at.add(1, -1, j);
-  const int prod = convert(b, accType, DType::I32, b.binary(Opcode::Mul, DType::I32, av, bv));
-  b.store(acc, at, b.binary(Opcode::Add, accType, b.load(acc, at), prod));
-  b.endLoop();
+  const SVal blocks = d.floorDiv(p.k, d.c(kBlock));
+  {
+    const int g = d.loop(blocks);
+    addProducts(d, c, kir::Affine{}.add(kBlock, -1, g), d.term(p.n, g, kBlock), kBlock);
+    b.endLoop();
+  }
+  // The last k mod kBlock rows, one at a time.
+  const int t = d.loop(d.sub(p.k, d.mul(blocks, d.c(kBlock))));
+  kir::Affine aK = d.term(blocks, -1, kBlock);
+  aK.add(1, -1, t);
+  kir::Affine bRow = d.term(d.mul(blocks, p.n), -1, kBlock);
+  d.addTerm(bRow, p.n, t);
+  addProducts(d, c, aK, bRow, 1);
   b.endLoop();
 }
 
