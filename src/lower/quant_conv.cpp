@@ -103,8 +103,7 @@ Expected<ConvPlan> convPlan(DispatchBuilder &d, int x, int w) {
   p.cg = wd[1];
   p.mg = d.floorDiv(p.m, d.c(p.group));
   d.check(d.eq(d.mul(p.cg, d.c(p.group)), p.c),
-          "weight has {} input channels per group, expected {} / group " +
-              std::to_string(p.group),
+          "weight has {} input channels per group, expected {} / group " + std::to_string(p.group),
           {p.cg, p.c});
   d.check(d.eq(d.floorMod(p.m, d.c(p.group)), d.c(0)),
           "group " + std::to_string(p.group) + " does not divide the {} output channels", {p.m});
@@ -190,9 +189,9 @@ void convolvePlane(DispatchBuilder &d, const ConvPlan &p, const ConvParts &parts
     pos.add(p.dilation[i], -1, k[i]);
     d.addTerm(pos, p.padBegin[i], -1, -1);
     const int pv = b.index(pos);
-    const int inside = b.binary(Opcode::And, DType::Bool,
-                                b.compare(Opcode::Ge, DType::I64, pv, i64(b, 0)),
-                                b.compare(Opcode::Lt, DType::I64, pv, d.value(p.in[i])));
+    const int inside =
+        b.binary(Opcode::And, DType::Bool, b.compare(Opcode::Ge, DType::I64, pv, i64(b, 0)),
+                 b.compare(Opcode::Lt, DType::I64, pv, d.value(p.in[i])));
     rowValid = rowValid < 0 ? inside : b.binary(Opcode::And, DType::Bool, rowValid, inside);
     d.addTerm(xAt, inStride[i], o[i], p.stride[i]);
     d.addTerm(xAt, inStride[i], k[i], p.dilation[i]);
@@ -201,19 +200,20 @@ void convolvePlane(DispatchBuilder &d, const ConvPlan &p, const ConvParts &parts
   if (rowValid >= 0) b.beginIf(rowValid);
   k[last] = d.loop(p.k[last]);
   wAt.add(1, -1, k[last]);
-  const int wv = b.binary(Opcode::Sub, DType::I32,
-                          convert(b, DType::I32, d.inputType(p.w), b.load(d.in(p.w), wAt, wBase)),
-                          wz);
+  const int wv =
+      b.binary(Opcode::Sub, DType::I32,
+               convert(b, DType::I32, d.inputType(p.w), b.load(d.in(p.w), wAt, wBase)), wz);
   const int j = d.loop(cols, {Schedule::Kind::Vector, 8});
   kir::Affine pos = d.term(d.c(1), j, p.stride[last]);
   pos.add(p.dilation[last], -1, k[last]);
   d.addTerm(pos, p.padBegin[last], -1, -1);
   const int pv = b.index(pos);
-  const int inside = b.binary(Opcode::And, DType::Bool,
-                              b.compare(Opcode::Ge, DType::I64, pv, i64(b, 0)),
-                              b.compare(Opcode::Lt, DType::I64, pv, d.value(p.in[last])));
+  const int inside =
+      b.binary(Opcode::And, DType::Bool, b.compare(Opcode::Ge, DType::I64, pv, i64(b, 0)),
+               b.compare(Opcode::Lt, DType::I64, pv, d.value(p.in[last])));
   const int col = b.select(DType::I64, inside, pv, i64(b, 0));
-  const int xv = convert(b, DType::I32, d.inputType(p.x), b.load(d.in(p.x), xAt, iadd(b, xBase, col)));
+  const int xv =
+      convert(b, DType::I32, d.inputType(p.x), b.load(d.in(p.x), xAt, iadd(b, xBase, col)));
   const int xs = b.select(DType::I32, inside, b.binary(Opcode::Sub, DType::I32, xv, xz),
                           b.intConstant(DType::I32, 0));
   kir::Affine at = row;
@@ -287,8 +287,8 @@ Status lowerQLinearConv(DispatchBuilder &d) {
   const int scale = combinedScale(b, d.inputType(1), b.load(d.in(1), {}), d.inputType(4),
                                   b.load(d.in(4), {}, imul(b, mIdx, d.value(wsStride))),
                                   d.inputType(6), b.load(d.in(6), {}));
-  const int yz = d.input(7) ? b.cast(DType::F64, out, b.load(d.in(7), {}))
-                            : b.constant(DType::F64, 0);
+  const int yz =
+      d.input(7) ? b.cast(DType::F64, out, b.load(d.in(7), {})) : b.constant(DType::F64, 0);
   convolvePlane(d, p, parts, t, [&](const kir::Affine &row) {
     const int j = d.loop(p.out.back(), {Schedule::Kind::Vector, 8});
     kir::Affine at = row;

@@ -25,11 +25,11 @@ using namespace quant;
 struct MatmulPlan {
   int a = 0, b = 1;
   SVal m, k, n;
-  SVal rows;                        // prod(batch) * m
-  std::vector<SVal> batch;          // the broadcast batch dims
+  SVal rows;                          // prod(batch) * m
+  std::vector<SVal> batch;            // the broadcast batch dims
   std::vector<SVal> aStride, bStride; // per batch dim, 0 where broadcast
-  bool batched = false;             // B has batch dims (A's row r is not at r * k)
-  std::vector<SVal> out;            // the result's dims
+  bool batched = false;               // B has batch dims (A's row r is not at r * k)
+  std::vector<SVal> out;              // the result's dims
 };
 
 Expected<MatmulPlan> matmulPlan(DispatchBuilder &d, int a, int b) {
@@ -157,16 +157,17 @@ void addProducts(DispatchBuilder &d, const RowContext &c, const kir::Affine &aK,
     kir::Affine bAt = bRow;
     d.addTerm(bAt, p.n, -1, t);
     bAt.add(1, -1, j);
-    const int bv = b.binary(
-        Opcode::Sub, DType::I32,
-        convert(b, DType::I32, d.inputType(p.b), b.load(d.in(p.b), bAt, c.o.bOff)), bz);
+    const int bv =
+        b.binary(Opcode::Sub, DType::I32,
+                 convert(b, DType::I32, d.inputType(p.b), b.load(d.in(p.b), bAt, c.o.bOff)), bz);
     const int prod = b.binary(Opcode::Mul, DType::I32, av[size_t(t)], bv);
     sum = sum < 0 ? prod : b.binary(Opcode::Add, DType::I32, sum, prod);
   }
   kir::Affine at = c.row;
   at.add(1, -1, j);
-  b.store(c.acc, at,
-          b.binary(Opcode::Add, c.accType, b.load(c.acc, at), convert(b, c.accType, DType::I32, sum)));
+  b.store(
+      c.acc, at,
+      b.binary(Opcode::Add, c.accType, b.load(c.acc, at), convert(b, c.accType, DType::I32, sum)));
   b.endLoop();
 }
 

@@ -29,14 +29,22 @@ Status lowerDynamicQuantize(DispatchBuilder &d);
 
 LowerFn quantLowering(OpKind op) {
   switch (op) {
-  case OpKind::QuantizeLinear: return lowerQuantize;
-  case OpKind::DequantizeLinear: return lowerDequantize;
-  case OpKind::DynamicQuantizeLinear: return lowerDynamicQuantize;
-  case OpKind::MatMulInteger: return lowerMatMulInteger;
-  case OpKind::QLinearMatMul: return lowerQLinearMatMul;
-  case OpKind::ConvInteger: return lowerConvInteger;
-  case OpKind::QLinearConv: return lowerQLinearConv;
-  default: return nullptr;
+  case OpKind::QuantizeLinear:
+    return lowerQuantize;
+  case OpKind::DequantizeLinear:
+    return lowerDequantize;
+  case OpKind::DynamicQuantizeLinear:
+    return lowerDynamicQuantize;
+  case OpKind::MatMulInteger:
+    return lowerMatMulInteger;
+  case OpKind::QLinearMatMul:
+    return lowerQLinearMatMul;
+  case OpKind::ConvInteger:
+    return lowerConvInteger;
+  case OpKind::QLinearConv:
+    return lowerQLinearConv;
+  default:
+    return nullptr;
   }
 }
 
@@ -44,12 +52,24 @@ LowerFn quantLowering(OpKind op) {
 
 namespace quant {
 
-int iadd(kir::KernelBuilder &b, int x, int y) { return b.binary(Opcode::Add, DType::I64, x, y); }
-int isub(kir::KernelBuilder &b, int x, int y) { return b.binary(Opcode::Sub, DType::I64, x, y); }
-int imul(kir::KernelBuilder &b, int x, int y) { return b.binary(Opcode::Mul, DType::I64, x, y); }
-int idiv(kir::KernelBuilder &b, int x, int y) { return b.binary(Opcode::Div, DType::I64, x, y); }
-int imod(kir::KernelBuilder &b, int x, int y) { return b.binary(Opcode::Mod, DType::I64, x, y); }
-int i64(kir::KernelBuilder &b, int64_t v) { return b.intConstant(DType::I64, v); }
+int iadd(kir::KernelBuilder &b, int x, int y) {
+  return b.binary(Opcode::Add, DType::I64, x, y);
+}
+int isub(kir::KernelBuilder &b, int x, int y) {
+  return b.binary(Opcode::Sub, DType::I64, x, y);
+}
+int imul(kir::KernelBuilder &b, int x, int y) {
+  return b.binary(Opcode::Mul, DType::I64, x, y);
+}
+int idiv(kir::KernelBuilder &b, int x, int y) {
+  return b.binary(Opcode::Div, DType::I64, x, y);
+}
+int imod(kir::KernelBuilder &b, int x, int y) {
+  return b.binary(Opcode::Mod, DType::I64, x, y);
+}
+int i64(kir::KernelBuilder &b, int64_t v) {
+  return b.intConstant(DType::I64, v);
+}
 
 int convert(kir::KernelBuilder &b, DType to, DType from, int v) {
   return to == from ? v : b.cast(to, from, v);
@@ -70,7 +90,9 @@ double highest(DType t) {
   });
 }
 
-bool is8Bit(DType t) { return t == DType::U8 || t == DType::I8; }
+bool is8Bit(DType t) {
+  return t == DType::U8 || t == DType::I8;
+}
 
 int saturateRounded(kir::KernelBuilder &b, DType to, DType from, int rounded, int zp) {
   const int v = b.binary(Opcode::Add, DType::F64, convert(b, DType::F64, from, rounded), zp);
@@ -179,7 +201,8 @@ Expected<ParamLayout> paramLayout(DispatchBuilder &d) {
 int paramBase(DispatchBuilder &d, const ParamLayout &p, int r) {
   kir::KernelBuilder &b = d.kb();
   switch (p.kind) {
-  case ParamLayout::Kind::Tensor: return i64(b, 0);
+  case ParamLayout::Kind::Tensor:
+    return i64(b, 0);
   case ParamLayout::Kind::Axis:
     return imul(b, imod(b, r, d.value(p.dim)), d.value(p.stride));
   case ParamLayout::Kind::Blocked: {
@@ -196,8 +219,8 @@ int paramBase(DispatchBuilder &d, const ParamLayout &p, int r) {
 // The zero point (input `input`, absent: 0) has the scale's element count.
 void checkZeroPoint(DispatchBuilder &d, int input) {
   if (!d.input(input)) return;
-  d.check(d.eq(d.numel(input), d.numel(1)),
-          "zero point has {} values, expected the scale's {}", {d.numel(input), d.numel(1)});
+  d.check(d.eq(d.numel(input), d.numel(1)), "zero point has {} values, expected the scale's {}",
+          {d.numel(input), d.numel(1)});
 }
 
 bool isQuantizedType(DType t) {
@@ -230,8 +253,8 @@ Status lowerQuantize(DispatchBuilder &d) {
   const int x = convert(b, ct, xt, b.load(d.in(0), at));
   const int scale = convert(b, ct, st, b.load(d.in(1), param, base));
   const int q = b.unary(Opcode::Round, ct, b.binary(Opcode::Div, ct, x, scale));
-  const int zp = d.input(2) ? b.cast(DType::F64, zt, b.load(d.in(2), param, base))
-                            : b.constant(DType::F64, 0);
+  const int zp =
+      d.input(2) ? b.cast(DType::F64, zt, b.load(d.in(2), param, base)) : b.constant(DType::F64, 0);
   b.store(d.out(0), at, saturateRounded(b, out, ct, q, zp));
   b.endLoop();
   b.endLoop();
@@ -305,17 +328,15 @@ Status lowerDynamicQuantize(DispatchBuilder &d) {
     // and max (which would propagate it) vectorize as plain reductions. The
     // sign of a zero bound does not reach the scale or the zero point.
     int x = convert(b, DType::F32, xt, b.load(d.in(0), kir::Affine{}.add(1, -1, i)));
-    x = b.select(DType::F32, b.compare(Opcode::Eq, DType::F32, x, x), x,
-                 b.constant(DType::F32, 0));
+    x = b.select(DType::F32, b.compare(Opcode::Eq, DType::F32, x, x), x, b.constant(DType::F32, 0));
     b.varWrite(lo, b.binary(Opcode::Min, DType::F32, b.varRead(lo), x));
     b.varWrite(hi, b.binary(Opcode::Max, DType::F32, b.varRead(hi), x));
     b.endLoop();
     const int l2 = b.varRead(lo), h2 = b.varRead(hi);
     const int range = b.binary(Opcode::Sub, DType::F32, h2, l2);
-    const int scale = b.select(DType::F32, b.compare(Opcode::Eq, DType::F32, h2, l2),
-                               b.constant(DType::F32, 1),
-                               b.binary(Opcode::Div, DType::F32, range,
-                                        b.constant(DType::F32, 255)));
+    const int scale =
+        b.select(DType::F32, b.compare(Opcode::Eq, DType::F32, h2, l2), b.constant(DType::F32, 1),
+                 b.binary(Opcode::Div, DType::F32, range, b.constant(DType::F32, 255)));
     const int negLo = b.binary(Opcode::Sub, DType::F32, b.constant(DType::F32, 0), l2);
     const int zpRounded =
         b.unary(Opcode::Round, DType::F32, b.binary(Opcode::Div, DType::F32, negLo, scale));
@@ -330,7 +351,8 @@ Status lowerDynamicQuantize(DispatchBuilder &d) {
   kir::KernelBuilder &b = d.beginKernel(rows, inner);
   const int r = d.loop(rows, {Schedule::Kind::Parallel, 1});
   const int scale = b.load(d.scratch(params), zero);
-  const int zp = b.cast(DType::F64, DType::F32, b.load(d.scratch(params), kir::Affine::constant(1)));
+  const int zp =
+      b.cast(DType::F64, DType::F32, b.load(d.scratch(params), kir::Affine::constant(1)));
   const int j = d.loop(inner, {Schedule::Kind::Vector, 8});
   kir::Affine at = d.term(inner, r);
   at.add(1, -1, j);

@@ -44,21 +44,48 @@ bool is16BitFloat(const Value *v) {
 // non-elementwise lowerings), so a 16-bit model must widen them.
 bool isWidened(OpKind op) {
   switch (op) {
-  case OpKind::Conv: case OpKind::ConvTranspose: case OpKind::MatMul: case OpKind::Gemm:
-  case OpKind::Einsum: case OpKind::Det:
-  case OpKind::AveragePool: case OpKind::MaxPool: case OpKind::LpPool:
-  case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool: case OpKind::GlobalLpPool:
-  case OpKind::RNN: case OpKind::GRU: case OpKind::LSTM:
-  case OpKind::BatchNormalization: case OpKind::InstanceNormalization:
-  case OpKind::LayerNormalization: case OpKind::GroupNormalization: case OpKind::LRN:
+  case OpKind::Conv:
+  case OpKind::ConvTranspose:
+  case OpKind::MatMul:
+  case OpKind::Gemm:
+  case OpKind::Einsum:
+  case OpKind::Det:
+  case OpKind::AveragePool:
+  case OpKind::MaxPool:
+  case OpKind::LpPool:
+  case OpKind::GlobalAveragePool:
+  case OpKind::GlobalMaxPool:
+  case OpKind::GlobalLpPool:
+  case OpKind::RNN:
+  case OpKind::GRU:
+  case OpKind::LSTM:
+  case OpKind::BatchNormalization:
+  case OpKind::InstanceNormalization:
+  case OpKind::LayerNormalization:
+  case OpKind::GroupNormalization:
+  case OpKind::LRN:
   case OpKind::MeanVarianceNormalization:
-  case OpKind::Resize: case OpKind::GridSample: case OpKind::RoiAlign:
-  case OpKind::ReduceSum: case OpKind::ReduceMean: case OpKind::ReduceMax:
-  case OpKind::ReduceMin: case OpKind::ReduceProd: case OpKind::ReduceL1: case OpKind::ReduceL2:
-  case OpKind::ReduceLogSum: case OpKind::ReduceLogSumExp: case OpKind::ReduceSumSquare:
-  case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::Hardmax: case OpKind::CumSum:
-  case OpKind::DFT: case OpKind::STFT:
-  case OpKind::NegativeLogLikelihoodLoss: case OpKind::SoftmaxCrossEntropyLoss:
+  case OpKind::Resize:
+  case OpKind::GridSample:
+  case OpKind::RoiAlign:
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ReduceL1:
+  case OpKind::ReduceL2:
+  case OpKind::ReduceLogSum:
+  case OpKind::ReduceLogSumExp:
+  case OpKind::ReduceSumSquare:
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+  case OpKind::Hardmax:
+  case OpKind::CumSum:
+  case OpKind::DFT:
+  case OpKind::STFT:
+  case OpKind::NegativeLogLikelihoodLoss:
+  case OpKind::SoftmaxCrossEntropyLoss:
     return true;
   default:
     return false;
@@ -123,7 +150,9 @@ private:
     return out;
   }
 
-  static std::string suffixed(const std::string &name) { return name.empty() ? name : name + "_f32"; }
+  static std::string suffixed(const std::string &name) {
+    return name.empty() ? name : name + "_f32";
+  }
 
   // Rewrites n in place: its 16-bit inputs read their f32 versions, its
   // 16-bit outputs become f32 and a Cast back takes over their uses and
@@ -154,6 +183,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Pass> createLegalizePrecisionPass() { return std::make_unique<LegalizePrecision>(); }
+std::unique_ptr<Pass> createLegalizePrecisionPass() {
+  return std::make_unique<LegalizePrecision>();
+}
 
 } // namespace kiln

@@ -101,9 +101,9 @@ TEST(LowerQuantOps, QuantizeRoundsHalfToEvenAndSaturates) {
   %y = QuantizeLinear(%x, %s, %z) : u8[9]
 })";
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  BothRuns r = runBoth(model, {values<float>({0.25f, 0.75f, 1.25f, -0.25f, -0.75f, 200, -200, nan,
-                                              -5.25f}),
-                               Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(10)});
+  BothRuns r =
+      runBoth(model, {values<float>({0.25f, 0.75f, 1.25f, -0.25f, -0.75f, 200, -200, nan, -5.25f}),
+                      Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(10)});
   expectBothGive(r, 0, {10, 12, 12, 10, 8, 255, 0, 0, 0});
 }
 
@@ -134,13 +134,13 @@ TEST(LowerQuantOps, QuantizeWithoutZeroPointUsesOutputDtypeOrU8) {
   const std::string u8 = header(21) + R"(graph @g(%x: f32[7], %s: f32[]) -> (%y) {
   %y = QuantizeLinear(%x, %s) : u8[7]
 })";
-  expectArtifactMatchesInterpreter(u8, {randomTensor(DType::F32, {7}, 3, -5, 300),
-                                        Tensor::scalar<float>(1.5f)});
+  expectArtifactMatchesInterpreter(
+      u8, {randomTensor(DType::F32, {7}, 3, -5, 300), Tensor::scalar<float>(1.5f)});
   const std::string i16 = header(21) + R"(graph @g(%x: f32[7], %s: f32[]) -> (%y) {
   %y = QuantizeLinear(%x, %s) {output_dtype = 5} : i16[7]
 })";
-  expectArtifactMatchesInterpreter(i16, {randomTensor(DType::F32, {7}, 3, -1e5, 1e5),
-                                         Tensor::scalar<float>(1.5f)});
+  expectArtifactMatchesInterpreter(
+      i16, {randomTensor(DType::F32, {7}, 3, -1e5, 1e5), Tensor::scalar<float>(1.5f)});
 }
 
 TEST(LowerQuantOps, QuantizePerAxisOnEveryAxis) {
@@ -161,7 +161,8 @@ TEST(LowerQuantOps, QuantizePerAxisOnEveryAxis) {
 
 TEST(LowerQuantOps, QuantizeBlockedWithARaggedLastBlock) {
   // axis 1 of [2, 5, 3] in blocks of 2: scales [2, 3, 3].
-  const std::string model = header(21) + R"(graph @g(%x: f32[2,5,3], %s: f32[2,3,3], %z: u8[2,3,3]) -> (%y) {
+  const std::string model =
+      header(21) + R"(graph @g(%x: f32[2,5,3], %s: f32[2,3,3], %z: u8[2,3,3]) -> (%y) {
   %y = QuantizeLinear(%x, %s, %z) {axis = 1, block_size = 2} : u8[2,5,3]
 })";
   expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {2, 5, 3}, 7, -20, 20),
@@ -178,8 +179,8 @@ TEST(LowerQuantOps, QuantizeF16F64AndI32Inputs) {
   const std::string f16 = header(21) + R"(graph @g(%x: f16[3,4], %s: f16[]) -> (%y) {
   %y = QuantizeLinear(%x, %s) : u8[3,4]
 })";
-  expectArtifactMatchesInterpreter(f16, {randomTensor(DType::F16, {3, 4}, 1, -5, 100),
-                                         scalarOf(DType::F16, 0.375)});
+  expectArtifactMatchesInterpreter(
+      f16, {randomTensor(DType::F16, {3, 4}, 1, -5, 100), scalarOf(DType::F16, 0.375)});
   const std::string f64 = header(21) + R"(graph @g(%x: f64[3,4], %s: f64[], %z: i8[]) -> (%y) {
   %y = QuantizeLinear(%x, %s, %z) : i8[3,4]
 })";
@@ -189,8 +190,7 @@ TEST(LowerQuantOps, QuantizeF16F64AndI32Inputs) {
   %y = QuantizeLinear(%x, %s, %z) : i16[3,4]
 })";
   expectArtifactMatchesInterpreter(i32, {randomTensor(DType::I32, {3, 4}, 1, -1e6, 1e6),
-                                         Tensor::scalar<float>(7.0f),
-                                         Tensor::scalar<int16_t>(-3)});
+                                         Tensor::scalar<float>(7.0f), Tensor::scalar<int16_t>(-3)});
 }
 
 TEST(LowerQuantOps, QuantizeWithSymbolicDimsAndEmptyTensors) {
@@ -212,8 +212,7 @@ TEST(LowerQuantOps, QuantizeScaleOfTheWrongSizeIsARunTimeError) {
 })";
   const std::string error = artifactRunError(
       model, {randomTensor(DType::F32, {2, 4}, 1), randomTensor(DType::F32, {3}, 2, 0.1, 1)});
-  EXPECT_NE(error.find("scale has 3 values, expected one value or 4"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("scale has 3 values, expected one value or 4"), std::string::npos) << error;
 }
 
 // ---- DequantizeLinear -----------------------------------------------------------------
@@ -223,27 +222,30 @@ TEST(LowerQuantOps, DequantizeEveryInputTypeAndLayout) {
     SCOPED_TRACE(t);
     const DType xt = *dtypeFromName(t);
     const std::string ty = t;
-    const std::string perTensor = header(21) + "graph @g(%x: " + ty + "[3,5], %s: f32[], %z: " +
-                                  ty + "[]) -> (%y) {\n  %y = DequantizeLinear(%x, %s, %z) : " +
-                                  "f32[3,5]\n}";
-    expectArtifactMatchesInterpreter(perTensor, {randomTensor(xt, {3, 5}, 1, -100, 200),
-                                                 Tensor::scalar<float>(0.37f),
-                                                 randomTensor(xt, {}, 2, 0, 50)},
+    const std::string perTensor =
+        header(21) + "graph @g(%x: " + ty + "[3,5], %s: f32[], %z: " + ty +
+        "[]) -> (%y) {\n  %y = DequantizeLinear(%x, %s, %z) : " + "f32[3,5]\n}";
+    expectArtifactMatchesInterpreter(perTensor,
+                                     {randomTensor(xt, {3, 5}, 1, -100, 200),
+                                      Tensor::scalar<float>(0.37f), randomTensor(xt, {}, 2, 0, 50)},
                                      {0, 0});
-    const std::string perAxis = header(21) + "graph @g(%x: " + ty + "[3,5], %s: f32[5], %z: " +
-                                ty + "[5]) -> (%y) {\n  %y = DequantizeLinear(%x, %s, %z) " +
+    const std::string perAxis = header(21) + "graph @g(%x: " + ty + "[3,5], %s: f32[5], %z: " + ty +
+                                "[5]) -> (%y) {\n  %y = DequantizeLinear(%x, %s, %z) " +
                                 "{axis = 1} : f32[3,5]\n}";
-    expectArtifactMatchesInterpreter(perAxis, {randomTensor(xt, {3, 5}, 1, -100, 200),
-                                               randomTensor(DType::F32, {5}, 3, 0.01, 2),
-                                               randomTensor(xt, {5}, 2, 0, 50)},
+    expectArtifactMatchesInterpreter(perAxis,
+                                     {randomTensor(xt, {3, 5}, 1, -100, 200),
+                                      randomTensor(DType::F32, {5}, 3, 0.01, 2),
+                                      randomTensor(xt, {5}, 2, 0, 50)},
                                      {0, 0});
   }
-  const std::string blocked = header(21) + R"(graph @g(%x: i8[6,4], %s: f32[2,4], %z: i8[2,4]) -> (%y) {
+  const std::string blocked =
+      header(21) + R"(graph @g(%x: i8[6,4], %s: f32[2,4], %z: i8[2,4]) -> (%y) {
   %y = DequantizeLinear(%x, %s, %z) {axis = 0, block_size = 3} : f32[6,4]
 })";
-  expectArtifactMatchesInterpreter(blocked, {randomTensor(DType::I8, {6, 4}, 1, -128, 128),
-                                             randomTensor(DType::F32, {2, 4}, 3, 0.01, 2),
-                                             randomTensor(DType::I8, {2, 4}, 2, -5, 5)},
+  expectArtifactMatchesInterpreter(blocked,
+                                   {randomTensor(DType::I8, {6, 4}, 1, -128, 128),
+                                    randomTensor(DType::F32, {2, 4}, 3, 0.01, 2),
+                                    randomTensor(DType::I8, {2, 4}, 2, -5, 5)},
                                    {0, 0});
 }
 
@@ -252,11 +254,9 @@ TEST(LowerQuantOps, DequantizeToF16BF16AndF64) {
     SCOPED_TRACE(t);
     const DType st = *dtypeFromName(t);
     const std::string model = header(21) + "graph @g(%x: u8[n,3], %s: " + t +
-                              "[]) -> (%y) {\n  %y = DequantizeLinear(%x, %s) : " + t +
-                              "[n,3]\n}";
-    expectArtifactMatchesInterpreter(model, {randomTensor(DType::U8, {4, 3}, 1, 0, 256),
-                                             scalarOf(st, 0.0173)},
-                                     {0, 0});
+                              "[]) -> (%y) {\n  %y = DequantizeLinear(%x, %s) : " + t + "[n,3]\n}";
+    expectArtifactMatchesInterpreter(
+        model, {randomTensor(DType::U8, {4, 3}, 1, 0, 256), scalarOf(st, 0.0173)}, {0, 0});
   }
 }
 
@@ -270,8 +270,8 @@ TEST(LowerQuantOps, DynamicQuantizeScaleZeroPointAndTiesByHand) {
   %y, %s, %z = DynamicQuantizeLinear(%x) : u8[n], f32[], u8[]
 })";
   const float s = 0.03125f;
-  BothRuns r = runBoth(model, {values<float>({-4, 3.96875f, 0.5f * s, 1.5f * s, 2.5f * s,
-                                              -0.5f * s, -1.5f * s, 0})});
+  BothRuns r = runBoth(model, {values<float>({-4, 3.96875f, 0.5f * s, 1.5f * s, 2.5f * s, -0.5f * s,
+                                              -1.5f * s, 0})});
   expectBothGive(r, 0, {0, 255, 128, 130, 130, 128, 126, 128});
   expectBothGive(r, 1, {0.03125});
   expectBothGive(r, 2, {128});
@@ -310,9 +310,9 @@ TEST(LowerQuantOps, DynamicQuantizeIgnoresNaN) {
 TEST(LowerQuantOps, DynamicQuantizeRandomRanksAndTypes) {
   for (const char *t : {"f32", "f16", "f64"}) {
     SCOPED_TRACE(t);
-    const std::string model = header(11) + "graph @g(%x: " + std::string(t) +
-                              "[b,s,8]) -> (%y, %s, %z) {\n" +
-                              "  %y, %s, %z = DynamicQuantizeLinear(%x) : u8[b,s,8], f32[], u8[]\n}";
+    const std::string model =
+        header(11) + "graph @g(%x: " + std::string(t) + "[b,s,8]) -> (%y, %s, %z) {\n" +
+        "  %y, %s, %z = DynamicQuantizeLinear(%x) : u8[b,s,8], f32[], u8[]\n}";
     const DType xt = *dtypeFromName(t);
     for (int64_t s : {0, 1, 9}) {
       expectArtifactMatchesInterpreter(model, {randomTensor(xt, {2, s, 8}, 21 + s, -3, 5)});
@@ -344,17 +344,16 @@ TEST(LowerQuantOps, MatMulIntegerEverySignednessWithPerTensorZeroPoints) {
     for (const char *tb : {"u8", "i8"}) {
       SCOPED_TRACE(::testing::Message() << ta << " x " << tb);
       const DType a = *dtypeFromName(ta), b = *dtypeFromName(tb);
-      const std::string model = matmulInteger(std::string(ta) + "[5,7]", std::string(tb) + "[7,9]",
-                                              "i32[5,9]", std::string(ta) + "[]",
-                                              std::string(tb) + "[]");
-      expectArtifactMatchesInterpreter(model, {randomTensor(a, {5, 7}, 1, -128, 256),
-                                               randomTensor(b, {7, 9}, 2, -128, 256),
-                                               randomTensor(a, {}, 3, 0, 100),
-                                               randomTensor(b, {}, 4, 0, 100)});
+      const std::string model =
+          matmulInteger(std::string(ta) + "[5,7]", std::string(tb) + "[7,9]", "i32[5,9]",
+                        std::string(ta) + "[]", std::string(tb) + "[]");
+      expectArtifactMatchesInterpreter(
+          model, {randomTensor(a, {5, 7}, 1, -128, 256), randomTensor(b, {7, 9}, 2, -128, 256),
+                  randomTensor(a, {}, 3, 0, 100), randomTensor(b, {}, 4, 0, 100)});
     }
-  expectArtifactMatchesInterpreter(matmulInteger("u8[3,4]", "u8[4,2]", "i32[3,2]"),
-                                   {randomTensor(DType::U8, {3, 4}, 1, 0, 256),
-                                    randomTensor(DType::U8, {4, 2}, 2, 0, 256)});
+  expectArtifactMatchesInterpreter(
+      matmulInteger("u8[3,4]", "u8[4,2]", "i32[3,2]"),
+      {randomTensor(DType::U8, {3, 4}, 1, 0, 256), randomTensor(DType::U8, {4, 2}, 2, 0, 256)});
 }
 
 TEST(LowerQuantOps, MatMulIntegerPerRowAndPerColumnZeroPoints) {
@@ -375,9 +374,9 @@ TEST(LowerQuantOps, MatMulIntegerBroadcastsBatchesAndVectors) {
       {randomTensor(DType::U8, {2, 1, 3, 4}, 1, 0, 256),
        randomTensor(DType::I8, {3, 4, 5}, 2, -128, 128), Tensor::scalar<uint8_t>(7),
        Tensor::scalar<int8_t>(-2)});
-  expectArtifactMatchesInterpreter(matmulInteger("u8[4]", "u8[2,4,3]", "i32[2,3]"),
-                                   {randomTensor(DType::U8, {4}, 1, 0, 256),
-                                    randomTensor(DType::U8, {2, 4, 3}, 2, 0, 256)});
+  expectArtifactMatchesInterpreter(
+      matmulInteger("u8[4]", "u8[2,4,3]", "i32[2,3]"),
+      {randomTensor(DType::U8, {4}, 1, 0, 256), randomTensor(DType::U8, {2, 4, 3}, 2, 0, 256)});
   expectArtifactMatchesInterpreter(matmulInteger("i8[2,3,4]", "i8[4]", "i32[2,3]"),
                                    {randomTensor(DType::I8, {2, 3, 4}, 1, -128, 128),
                                     randomTensor(DType::I8, {4}, 2, -128, 128)});
@@ -386,18 +385,17 @@ TEST(LowerQuantOps, MatMulIntegerBroadcastsBatchesAndVectors) {
 TEST(LowerQuantOps, MatMulIntegerWithSymbolicDims) {
   const std::string model = matmulInteger("u8[b,s,k]", "i8[k,6]", "i32[b,s,6]", "u8[]", "i8[]");
   for (int64_t s : {0, 1, 13})
-    expectArtifactMatchesInterpreter(model, {randomTensor(DType::U8, {2, s, 33}, s, 0, 256),
-                                             randomTensor(DType::I8, {33, 6}, 2, -128, 128),
-                                             Tensor::scalar<uint8_t>(131),
-                                             Tensor::scalar<int8_t>(0)});
+    expectArtifactMatchesInterpreter(model,
+                                     {randomTensor(DType::U8, {2, s, 33}, s, 0, 256),
+                                      randomTensor(DType::I8, {33, 6}, 2, -128, 128),
+                                      Tensor::scalar<uint8_t>(131), Tensor::scalar<int8_t>(0)});
 }
 
 TEST(LowerQuantOps, MatMulIntegerZeroPointOfTheWrongSizeIsARunTimeError) {
   const std::string model = matmulInteger("u8[3,4]", "u8[4,2]", "i32[3,2]", "u8[k]");
-  const std::string error =
-      artifactRunError(model, {randomTensor(DType::U8, {3, 4}, 1, 0, 256),
-                               randomTensor(DType::U8, {4, 2}, 2, 0, 256),
-                               randomTensor(DType::U8, {2}, 3, 0, 256)});
+  const std::string error = artifactRunError(model, {randomTensor(DType::U8, {3, 4}, 1, 0, 256),
+                                                     randomTensor(DType::U8, {4, 2}, 2, 0, 256),
+                                                     randomTensor(DType::U8, {2}, 3, 0, 256)});
   EXPECT_NE(error.find("A zero point has 2 values, expected 1 or 3"), std::string::npos) << error;
 }
 
@@ -409,24 +407,29 @@ TEST(LowerQuantOps, QLinearMatMulPerTensorAndPerChannelScales) {
     const DType q = *dtypeFromName(t);
     const std::string ty = t;
     const std::string model =
-        header(10) + "graph @g(%a: " + ty + "[2,5,7], %as: f32[], %az: " + ty + "[], %b: i8[7,9], " +
-        "%bs: f32[9], %bz: i8[9], %ys: f32[], %yz: " + ty + "[]) -> (%y) {\n" +
-        "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz) : " + ty + "[2,5,9]\n}";
+        header(10) + "graph @g(%a: " + ty + "[2,5,7], %as: f32[], %az: " + ty +
+        "[], %b: i8[7,9], " + "%bs: f32[9], %bz: i8[9], %ys: f32[], %yz: " + ty +
+        "[]) -> (%y) {\n" + "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz) : " + ty +
+        "[2,5,9]\n}";
     expectArtifactMatchesInterpreter(
-        model, {randomTensor(q, {2, 5, 7}, 1, -128, 256), Tensor::scalar<float>(0.0173f),
-                randomTensor(q, {}, 2, 0, 100), randomTensor(DType::I8, {7, 9}, 3, -128, 128),
-                randomTensor(DType::F32, {9}, 4, 0.001, 0.02), randomTensor(DType::I8, {9}, 5, -3, 3),
-                Tensor::scalar<float>(0.0457f), randomTensor(q, {}, 6, 0, 100)});
+        model,
+        {randomTensor(q, {2, 5, 7}, 1, -128, 256), Tensor::scalar<float>(0.0173f),
+         randomTensor(q, {}, 2, 0, 100), randomTensor(DType::I8, {7, 9}, 3, -128, 128),
+         randomTensor(DType::F32, {9}, 4, 0.001, 0.02), randomTensor(DType::I8, {9}, 5, -3, 3),
+         Tensor::scalar<float>(0.0457f), randomTensor(q, {}, 6, 0, 100)});
   }
   // a_scale and a_zero_point per row of A.
-  const std::string perRow = header(10) + R"(graph @g(%a: u8[4,6], %as: f32[4], %az: u8[4], %b: u8[6,3], %bs: f32[], %bz: u8[], %ys: f32[], %yz: u8[]) -> (%y) {
+  const std::string perRow =
+      header(10) +
+      R"(graph @g(%a: u8[4,6], %as: f32[4], %az: u8[4], %b: u8[6,3], %bs: f32[], %bz: u8[], %ys: f32[], %yz: u8[]) -> (%y) {
   %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz) : u8[4,3]
 })";
   expectArtifactMatchesInterpreter(
-      perRow, {randomTensor(DType::U8, {4, 6}, 1, 0, 256), randomTensor(DType::F32, {4}, 2, 0.01, 0.05),
-               randomTensor(DType::U8, {4}, 3, 100, 150), randomTensor(DType::U8, {6, 3}, 4, 0, 256),
-               Tensor::scalar<float>(0.02f), Tensor::scalar<uint8_t>(128),
-               Tensor::scalar<float>(0.3f), Tensor::scalar<uint8_t>(120)});
+      perRow,
+      {randomTensor(DType::U8, {4, 6}, 1, 0, 256), randomTensor(DType::F32, {4}, 2, 0.01, 0.05),
+       randomTensor(DType::U8, {4}, 3, 100, 150), randomTensor(DType::U8, {6, 3}, 4, 0, 256),
+       Tensor::scalar<float>(0.02f), Tensor::scalar<uint8_t>(128), Tensor::scalar<float>(0.3f),
+       Tensor::scalar<uint8_t>(120)});
 }
 
 // ---- ConvInteger ----------------------------------------------------------------------
@@ -467,22 +470,22 @@ TEST(LowerQuantOps, ConvInteger2dPadsStridesDilationsAndGroups) {
 }
 
 TEST(LowerQuantOps, ConvInteger1dAnd3dSignedAndPerChannelZeroPoints) {
+  expectArtifactMatchesInterpreter(convInteger("i8[1,3,10]", "i8[4,3,3]", "i32[1,4,5]",
+                                               "pads = [1, 1], strides = [2]", true, "i8[4]"),
+                                   {randomTensor(DType::I8, {1, 3, 10}, 1, -128, 128),
+                                    randomTensor(DType::I8, {4, 3, 3}, 2, -128, 128),
+                                    Tensor::scalar<int8_t>(-3),
+                                    randomTensor(DType::I8, {4}, 3, -5, 5)});
+  expectArtifactMatchesInterpreter(convInteger("u8[1,2,4,5,6]", "i8[3,2,2,3,2]", "i32[1,3,4,5,3]",
+                                               "pads = [0, 1, 0, 1, 1, 0], strides = [1, 1, 2]",
+                                               true, "i8[]"),
+                                   {randomTensor(DType::U8, {1, 2, 4, 5, 6}, 1, 0, 256),
+                                    randomTensor(DType::I8, {3, 2, 2, 3, 2}, 2, -128, 128),
+                                    Tensor::scalar<uint8_t>(128), Tensor::scalar<int8_t>(1)});
   expectArtifactMatchesInterpreter(
-      convInteger("i8[1,3,10]", "i8[4,3,3]", "i32[1,4,5]", "pads = [1, 1], strides = [2]", true,
-                  "i8[4]"),
-      {randomTensor(DType::I8, {1, 3, 10}, 1, -128, 128),
-       randomTensor(DType::I8, {4, 3, 3}, 2, -128, 128), Tensor::scalar<int8_t>(-3),
-       randomTensor(DType::I8, {4}, 3, -5, 5)});
-  expectArtifactMatchesInterpreter(
-      convInteger("u8[1,2,4,5,6]", "i8[3,2,2,3,2]", "i32[1,3,4,5,3]",
-                  "pads = [0, 1, 0, 1, 1, 0], strides = [1, 1, 2]", true, "i8[]"),
-      {randomTensor(DType::U8, {1, 2, 4, 5, 6}, 1, 0, 256),
-       randomTensor(DType::I8, {3, 2, 2, 3, 2}, 2, -128, 128), Tensor::scalar<uint8_t>(128),
-       Tensor::scalar<int8_t>(1)});
-  expectArtifactMatchesInterpreter(convInteger("u8[1,2,5,5]", "u8[3,2,2,2]", "i32[1,3,4,4]", "",
-                                               false),
-                                   {randomTensor(DType::U8, {1, 2, 5, 5}, 1, 0, 256),
-                                    randomTensor(DType::U8, {3, 2, 2, 2}, 2, 0, 256)});
+      convInteger("u8[1,2,5,5]", "u8[3,2,2,2]", "i32[1,3,4,4]", "", false),
+      {randomTensor(DType::U8, {1, 2, 5, 5}, 1, 0, 256),
+       randomTensor(DType::U8, {3, 2, 2, 2}, 2, 0, 256)});
 }
 
 TEST(LowerQuantOps, ConvIntegerWithSymbolicBatchAndSpatialDims) {
@@ -491,19 +494,19 @@ TEST(LowerQuantOps, ConvIntegerWithSymbolicBatchAndSpatialDims) {
   for (int64_t n : {0, 1, 2})
     for (int64_t hw : {1, 6}) {
       SCOPED_TRACE(::testing::Message() << n << " " << hw);
-      expectArtifactMatchesInterpreter(model, {randomTensor(DType::U8, {n, 3, hw, hw + 2}, 1, 0, 256),
-                                               randomTensor(DType::U8, {5, 3, 3, 3}, 2, 0, 256),
-                                               Tensor::scalar<uint8_t>(5),
-                                               Tensor::scalar<uint8_t>(250)});
+      expectArtifactMatchesInterpreter(model,
+                                       {randomTensor(DType::U8, {n, 3, hw, hw + 2}, 1, 0, 256),
+                                        randomTensor(DType::U8, {5, 3, 3, 3}, 2, 0, 256),
+                                        Tensor::scalar<uint8_t>(5), Tensor::scalar<uint8_t>(250)});
     }
 }
 
 TEST(LowerQuantOps, ConvIntegerKernelLargerThanInputIsARunTimeError) {
   const std::string model = convInteger("u8[1,1,h,4]", "u8[1,1,3,3]", "i32[1,1,?,2]", "");
-  const std::string error = artifactRunError(model, {randomTensor(DType::U8, {1, 1, 2, 4}, 1, 0, 9),
-                                                     randomTensor(DType::U8, {1, 1, 3, 3}, 2, 0, 9),
-                                                     Tensor::scalar<uint8_t>(0),
-                                                     Tensor::scalar<uint8_t>(0)});
+  const std::string error =
+      artifactRunError(model, {randomTensor(DType::U8, {1, 1, 2, 4}, 1, 0, 9),
+                               randomTensor(DType::U8, {1, 1, 3, 3}, 2, 0, 9),
+                               Tensor::scalar<uint8_t>(0), Tensor::scalar<uint8_t>(0)});
   EXPECT_NE(error.find("smaller than the dilated kernel"), std::string::npos) << error;
 }
 
@@ -519,7 +522,8 @@ TEST(LowerQuantOps, QLinearConvPerChannelWeightsBiasAndBothTypes) {
         "[], %w: i8[6,2,3,3], %ws: f32[6], %wz: i8[6], %ys: f32[], %yz: " + ty +
         "[], %b: i32[6]) -> (%y) {\n" +
         "  %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %b) {group = 2, pads = [1, 1, "
-        "1, 1], strides = [1, 2]} : " + ty + "[2,6,6,4]\n}";
+        "1, 1], strides = [1, 2]} : " +
+        ty + "[2,6,6,4]\n}";
     expectArtifactMatchesInterpreter(
         model, {randomTensor(q, {2, 4, 6, 7}, 1, -128, 256), Tensor::scalar<float>(0.0173f),
                 randomTensor(q, {}, 2, 0, 100), randomTensor(DType::I8, {6, 2, 3, 3}, 3, -128, 128),
@@ -528,7 +532,9 @@ TEST(LowerQuantOps, QLinearConvPerChannelWeightsBiasAndBothTypes) {
                 randomTensor(DType::I32, {6}, 7, -2000, 2000)});
   }
   // No bias, u8 weights.
-  const std::string bare = header(10) + R"(graph @g(%x: u8[1,3,5,5], %xs: f32[], %xz: u8[], %w: u8[2,3,3,3], %ws: f32[], %wz: u8[], %ys: f32[], %yz: u8[]) -> (%y) {
+  const std::string bare =
+      header(10) +
+      R"(graph @g(%x: u8[1,3,5,5], %xs: f32[], %xz: u8[], %w: u8[2,3,3,3], %ws: f32[], %wz: u8[], %ys: f32[], %yz: u8[]) -> (%y) {
   %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz) : u8[1,2,3,3]
 })";
   expectArtifactMatchesInterpreter(
@@ -542,7 +548,9 @@ TEST(LowerQuantOps, RequantizeUsesTheF32ProductOfScales) {
   // acc = 1 (x 1 * w 1); x_scale * w_scale / y_scale = 0.1f * 5.0f / 1.0f
   // is 0.5 exactly in f32, so 1 * 0.5 rounds (half to even) to 0, plus the
   // zero point 10; in f64 it would be 0.50000000745, rounding to 1.
-  const std::string model = header(10) + R"(graph @g(%x: u8[1,1,1,1], %xs: f32[], %xz: u8[], %w: u8[1,1,1,1], %ws: f32[], %wz: u8[], %ys: f32[], %yz: u8[]) -> (%y) {
+  const std::string model =
+      header(10) +
+      R"(graph @g(%x: u8[1,1,1,1], %xs: f32[], %xz: u8[], %w: u8[1,1,1,1], %ws: f32[], %wz: u8[], %ys: f32[], %yz: u8[]) -> (%y) {
   %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz) : u8[1,1,1,1]
 })";
   BothRuns r = runBoth(model, {values<uint8_t>({1}, {1, 1, 1, 1}), Tensor::scalar<float>(0.1f),
