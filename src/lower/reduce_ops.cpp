@@ -286,9 +286,15 @@ std::vector<SVal> outputDims(DispatchBuilder &d, const std::vector<SVal> &reduce
 
 // ---- kernels --------------------------------------------------------------------
 
+// A kernel's extent: `n`, or 0 (the launch is skipped) unless `enabled`
+// holds; an invalid `enabled` always holds.
+SVal onlyIf(DispatchBuilder &d, SVal enabled, SVal n) {
+  return enabled.valid() ? d.select(enabled, n, d.c(0)) : n;
+}
+
 // Parallel over output elements; each reduces its elements into a scalar.
-void emitRows(DispatchBuilder &d, ReduceNest &nest, const ReduceMath &m) {
-  kir::KernelBuilder &b = d.beginKernel(nest.outCount(), nest.redCount());
+void emitRows(DispatchBuilder &d, ReduceNest &nest, const ReduceMath &m, SVal enabled) {
+  kir::KernelBuilder &b = d.beginKernel(onlyIf(d, enabled, nest.outCount()), nest.redCount());
   const int o = d.loop(nest.outCount(), {Schedule::Kind::Parallel, 1});
   const Offset base = nest.base(o);
   auto loadAt = [&](const Affine &off) {
@@ -324,9 +330,10 @@ void emitRows(DispatchBuilder &d, ReduceNest &nest, const ReduceMath &m) {
 // Parallel over output rows; the last (kept, contiguous) dim is a vector
 // loop over a row of accumulators in scratch `accRow` (and the maximum in
 // `maxRow` for LogSumExp).
-void emitColumns(DispatchBuilder &d, ReduceNest &nest, const ReduceMath &m, int accRow,
-                 int maxRow) {
-  kir::KernelBuilder &b = d.beginKernel(nest.outerCount(), d.mul(nest.redCount(), nest.inner()));
+void emitColumns(DispatchBuilder &d, ReduceNest &nest, const ReduceMath &m, int accRow, int maxRow,
+                 SVal enabled) {
+  kir::KernelBuilder &b =
+      d.beginKernel(onlyIf(d, enabled, nest.outerCount()), d.mul(nest.redCount(), nest.inner()));
   const int o = d.loop(nest.outerCount(), {Schedule::Kind::Parallel, 1});
   const Offset base = nest.base(o);
   const Schedule vec{Schedule::Kind::Vector, vectorWidth(m.acc)};
@@ -393,13 +400,32 @@ Status lowerReduce(DispatchBuilder &d) {
   }
   d.setOutput(0, outputDims(d, *reduced, d.node().getInt("keepdims") != 0));
   ReduceNest nest(d, 0, *reduced);
-  if (!nest.columns()) {
-    emitRows(d, nest, m);
+  if (nest.columns()) {
+    const int accRow = d.addScratch(m.acc, nest.outCount());
+    const int maxRow = m.isLse() ? d.addScratch(m.acc, nest.outCount()) : -1;
+    emitColumns(d, nest, m, accRow, maxRow, {});
     return Status::success();
   }
-  const int accRow = d.addScratch(m.acc, nest.outCount());
-  const int maxRow = m.isLse() ? d.addScratch(m.acc, nest.outCount()) : -1;
-  emitColumns(d, nest, m, accRow, maxRow);
+  // When only the run knows whether the last dim is reduced (axes from
+  // data), a columns kernel for the runs where it is kept joins the rows
+  // kernel: the shape program gives one of the two no iterations (and its
+  // scratch no elements), so a kept contiguous dim is still walked by
+  // vector loops rather than by strided reductions.
+  if (rank > 0 && !d.constant(reduced->back())) {
+    std::vector<SVal> lastKept = *reduced;
+    lastKept.back() = d.c(0);
+    ReduceNest cols(d, 0, lastKept);
+    if (cols.columns()) {
+      const SVal kept = d.lnot(reduced->back());
+      const SVal rowElems = d.select(kept, cols.outCount(), d.c(0));
+      const int accRow = d.addScratch(m.acc, rowElems);
+      const int maxRow = m.isLse() ? d.addScratch(m.acc, rowElems) : -1;
+      emitRows(d, nest, m, d.lnot(kept));
+      emitColumns(d, cols, m, accRow, maxRow, kept);
+      return Status::success();
+    }
+  }
+  emitRows(d, nest, m, {});
   return Status::success();
 }
 

@@ -188,7 +188,8 @@ graph @g(%x: f32[3,4,5], %axes: i64[2]) -> (%y) {
   %y = ReduceLogSumExp(%x, %axes) {keepdims = 0} : f32[?]
 })";
   const Tensor x = randomTensor(DType::F32, {3, 4, 5}, 21);
-  for (const std::vector<int64_t> &axes : {std::vector<int64_t>{0, 2}, {1, 2}, {-1, 0}, {2, 1}}) {
+  for (const std::vector<int64_t> &axes :
+       {std::vector<int64_t>{0, 2}, {1, 2}, {-1, 0}, {2, 1}, {0, 1}, {1, -3}}) {
     SCOPED_TRACE(listText(axes));
     const Tensor a = Tensor::fromVector(axes, {2});
     expectArtifactMatchesInterpreter(keep, {x, a});
