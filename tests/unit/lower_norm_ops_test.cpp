@@ -279,5 +279,26 @@ graph @g(%x: )" + type(t, x) + R"() -> (%y) {
     }
 }
 
+TEST(LowerNormOps, ManyThreadsGiveTheSameResult) {
+  OpCheckOptions o = tolerance(DType::F64);
+  o.threads = 4;
+  const Shape64 x = {16, 8, 9, 10};
+  const std::string mvn = R"(kiln.model opsets {"" = 13}
+graph @g(%x: f64[16,8,9,10]) -> (%y) {
+  %y = MeanVarianceNormalization(%x) {axes = [0, 2]} : f64[16,8,9,10]
+})";
+  expectArtifactMatchesInterpreter(mvn, {randomTensor(DType::F64, x, 1)}, o);
+  const std::string lrn = R"(kiln.model opsets {"" = 13}
+graph @g(%x: f64[16,8,9,10]) -> (%y) {
+  %y = LRN(%x) {size = 3} : f64[16,8,9,10]
+})";
+  expectArtifactMatchesInterpreter(lrn, {randomTensor(DType::F64, x, 2)}, o);
+  expectArtifactMatchesInterpreter(groupNormModel(DType::F64, x, 4, 8, 21),
+                                   {randomTensor(DType::F64, x, 3),
+                                    randomTensor(DType::F64, {8}, 4),
+                                    randomTensor(DType::F64, {8}, 5)},
+                                   o);
+}
+
 } // namespace
 } // namespace kiln

@@ -435,5 +435,16 @@ TEST(LowerReduceOps, SoftmaxFamilyWithSymbolicDimsAndNans) {
       }
 }
 
+TEST(LowerReduceOps, AxisOpsOnManyThreadsGiveTheSameResult) {
+  OpCheckOptions o{1e-12, 1e-12};
+  o.threads = 4;
+  const Tensor x = randomTensor(DType::F64, {32, 20, 24}, 5);
+  for (std::string op : {"Softmax", "LogSoftmax", "Hardmax"})
+    expectArtifactMatchesInterpreter(axisModel(op, "f64", "[32,20,24]", 1), {x}, o);
+  expectArtifactMatchesInterpreter(argModel("ArgMin", "f64", {32, 20, 24}, 1, true, false), {x}, o);
+  expectArtifactMatchesInterpreter(cumSumModel("f64", "[32,20,24]", true, true),
+                                   {x, Tensor::scalar<int64_t>(1)}, o);
+}
+
 } // namespace
 } // namespace kiln
