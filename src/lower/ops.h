@@ -34,7 +34,7 @@ LowerFn samplingLowering(OpKind op);
 LowerFn signalLowering(OpKind op);
 // recurrent_ops.cpp: recurrent layers: RNN, GRU, LSTM.
 LowerFn recurrentLowering(OpKind op);
-// reduce_ops.cpp: reductions and the softmax family.
+// reduce_ops.cpp (with axis_ops.cpp): Reduce*, ArgMax/ArgMin, CumSum and the softmax family.
 LowerFn reduceLowering(OpKind op);
 // norm_ops.cpp: normalizations: Layer, Group, Instance, Batch, MeanVariance, LRN.
 LowerFn normLowering(OpKind op);
