@@ -118,6 +118,8 @@ double storedConstant(DType t, double v) {
 struct Axis {
   SVal inLen, outLen;
   int pos = -1;  // index into scales / sizes / roi; -1: not resized
+  // Resampled: resized, and not known at compile time to be an identity.
+  bool active = false;
   SVal taps;     // taps per output index (linear / cubic)
   int index = -1, weight = -1, outside = -1; // scratch tables
 };
@@ -241,7 +243,7 @@ void tapCounts(DispatchBuilder &d, Plan &p) {
   if (p.form.antialias) scales = shapeScales(d, p);
   for (size_t i = 0; i < p.axis.size(); ++i) {
     Axis &a = p.axis[i];
-    if (a.pos < 0) continue;
+    if (!a.active) continue;
     if (!p.form.antialias) {
       a.taps = d.c(plain);
       continue;
@@ -487,7 +489,7 @@ void tapsKernel(DispatchBuilder &d, const Plan &p) {
   const std::vector<AxisK> k = axisValues(d, p, e);
   const int sumVar = b.addVar("sum", F64), keptVar = b.addVar("kept", F64);
   for (size_t i = 0; i < p.axis.size(); ++i) {
-    if (p.axis[i].pos < 0) continue;
+    if (!p.axis[i].active) continue;
     if (p.form.mode == Mode::Nearest) nearestTaps(d, p, p.axis[i], k[i], e);
     else interpolationTaps(d, p, p.axis[i], k[i], e, sumVar, keptVar);
   }
@@ -533,7 +535,7 @@ void gatherKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &ou
   for (int a = 0; a + 1 < rank; ++a) {
     const Axis &ax = p.axis[size_t(a)];
     int src = idx[size_t(a)];
-    if (ax.pos >= 0) {
+    if (ax.active) {
       if (ax.outside >= 0) {
         const int flag = e.ne(I64, b.load(d.scratch(ax.outside), {}, src), e.i64(0));
         rowOutside = rowOutside < 0 ? flag : e.lor(rowOutside, flag);
@@ -546,7 +548,7 @@ void gatherKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &ou
   const int j = d.loop(last, {Schedule::Kind::Vector, 8});
   const kir::Affine at = kir::Affine{}.add(1, -1, j);
   int src = e.var(j), outside = rowOutside;
-  if (lastAxis.pos >= 0) {
+  if (lastAxis.active) {
     if (lastAxis.outside >= 0) {
       const int flag = e.ne(I64, b.load(d.scratch(lastAxis.outside), at), e.i64(0));
       outside = outside < 0 ? flag : e.lor(outside, flag);
@@ -559,6 +561,57 @@ void gatherKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &ou
   kir::Affine dst = d.term(last, row);
   dst.add(1, -1, j);
   b.store(d.out(0), dst, v);
+  b.endLoop();
+  b.endLoop();
+  d.endKernel();
+}
+
+// An element of the pass's source widened to the accumulator type as the
+// interpreter's ComputeType (16-bit floats via f32).
+int widen(KExpr &e, DType acc, DType srcType, int x) {
+  if (srcType == DType::F16 || srcType == DType::BF16)
+    return e.cast(acc, DType::F32, e.cast(DType::F32, srcType, x));
+  return e.cast(acc, srcType, x);
+}
+
+// The pass over the innermost axis (inner = 1): each output element sums
+// its taps' gathered inputs, w * x in tap order skipping zero weights as
+// the interpreter; rows of the [outer, inLen] view run in parallel and the
+// output index is the vectorized loop when the tap count is a constant.
+void lastAxisPassKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal outer, int src,
+                        DType srcType, int dst) {
+  const DType acc = p.acc;
+  kir::KernelBuilder &b = d.beginKernel(outer, d.mul(a.outLen, a.taps));
+  KExpr e{b};
+  const int sum = b.addVar("acc", acc);
+  const std::optional<int64_t> taps = d.constant(a.taps);
+  // Integers keep the exact order of operations (see passKernel).
+  const Schedule outer8 = taps && isFloat(p.type) ? Schedule{Schedule::Kind::Vector, 8}
+                                                  : Schedule{};
+  const int r = d.loop(outer, {Schedule::Kind::Parallel, 1});
+  const int o = d.loop(a.outLen, outer8);
+  auto addTap = [&](kir::Affine tapAt, int total) {
+    const int wd = b.load(d.scratch(a.weight), tapAt);
+    const int index = b.load(d.scratch(a.index), tapAt);
+    const int x = widen(e, acc, srcType, b.load(src, d.term(a.inLen, r), index));
+    const int added = e.add(acc, total, e.mul(acc, e.cast(acc, F64, wd), x));
+    return e.sel(acc, e.ne(F64, wd, e.f(F64, 0)), added, total);
+  };
+  int total = e.f(acc, 0);
+  if (taps) {
+    for (int64_t k = 0; k < *taps; ++k) total = addTap(kir::Affine{}.add(*taps, -1, o).add(k, -1, -1), total);
+  } else {
+    b.varWrite(sum, total);
+    const int k = d.loop(a.taps);
+    kir::Affine tapAt = d.term(a.taps, o);
+    tapAt.add(1, -1, k);
+    b.varWrite(sum, addTap(tapAt, b.varRead(sum)));
+    b.endLoop();
+    total = b.varRead(sum);
+  }
+  kir::Affine at = d.term(a.outLen, r);
+  at.add(1, -1, o);
+  b.store(dst, at, total);
   b.endLoop();
   b.endLoop();
   d.endKernel();
@@ -597,12 +650,8 @@ void passKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal outer, SV
     const int srcBase = e.mul(I64, e.add(I64, nBase, index), d.value(inner));
     i = d.loop(inner, inside);
     const kir::Affine at = kir::Affine(rowAt).add(1, -1, i);
-    const int x = b.load(src, kir::Affine{}.add(1, -1, i), srcBase);
-    // Widened as the interpreter's ComputeType: 16-bit floats via f32.
-    const int xa = isFloat(srcType) && srcType != DType::F64 && acc == F64
-                       ? e.cast(acc, DType::F32, e.cast(DType::F32, srcType, x))
-                       : e.cast(acc, srcType, x);
-    b.store(dst, at, e.add(acc, b.load(dst, at), e.mul(acc, w, xa)));
+    const int x = widen(e, acc, srcType, b.load(src, kir::Affine{}.add(1, -1, i), srcBase));
+    b.store(dst, at, e.add(acc, b.load(dst, at), e.mul(acc, w, x)));
     b.endLoop();
   }
   b.endIf();
@@ -611,8 +660,9 @@ void passKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal outer, SV
   d.endKernel();
 }
 
-// y = (T) acc, row by row.
-void castKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &outDims, int src) {
+// y = (T) src, row by row.
+void castKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &outDims, int src,
+                DType srcType) {
   const SVal rows = d.product(std::vector<SVal>(outDims.begin(), outDims.end() - 1));
   const SVal last = outDims.back();
   kir::KernelBuilder &b = d.beginKernel(rows, last);
@@ -621,7 +671,7 @@ void castKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &outD
   const int j = d.loop(last, {Schedule::Kind::Vector, 8});
   kir::Affine at = d.term(last, r);
   at.add(1, -1, j);
-  b.store(d.out(0), at, e.cast(p.type, p.acc, b.load(src, at)));
+  b.store(d.out(0), at, e.cast(p.type, srcType, b.load(src, at)));
   b.endLoop();
   b.endLoop();
   d.endKernel();
@@ -667,7 +717,7 @@ void interpolate(DispatchBuilder &d, Plan &p, const std::vector<SVal> &outDims, 
   std::vector<SVal> cur = d.dims(0);
   std::vector<int> order;
   for (int a = p.rank - 1; a >= 0; --a)
-    if (p.axis[size_t(a)].pos >= 0) order.push_back(a);
+    if (p.axis[size_t(a)].active) order.push_back(a);
   int src = d.in(0);
   DType srcType = p.type;
   const bool direct = p.type == p.acc; // the last pass may write y itself
@@ -677,12 +727,16 @@ void interpolate(DispatchBuilder &d, Plan &p, const std::vector<SVal> &outDims, 
     const SVal inner = d.product(std::vector<SVal>(cur.begin() + a + 1, cur.end()));
     const bool lastPass = k + 1 == order.size();
     const int dst = lastPass && direct ? d.out(0) : d.scratch(k % 2 == 0 ? bufA : bufB);
-    passKernel(d, p, p.axis[size_t(a)], outer, inner, src, srcType, dst);
+    if (a == p.rank - 1) lastAxisPassKernel(d, p, p.axis[size_t(a)], outer, src, srcType, dst);
+    else passKernel(d, p, p.axis[size_t(a)], outer, inner, src, srcType, dst);
     cur[size_t(a)] = p.axis[size_t(a)].outLen;
     src = dst;
     srcType = p.acc;
   }
-  if (!direct) castKernel(d, p, outDims, src);
+  // No axis to resample (every scale 1): a copy, as the interpreter's
+  // round trip through the accumulator type is exact.
+  if (order.empty()) castKernel(d, p, outDims, d.in(0), p.type);
+  else if (!direct) castKernel(d, p, outDims, src, p.acc);
   if (p.form.coord == Coord::TfCropAndResize) extrapolationKernel(d, p, outDims);
 }
 
@@ -702,6 +756,32 @@ Expected<std::vector<int64_t>> readAxes(const Node &node, int rank) {
     axes.push_back(r);
   }
   return axes;
+}
+
+// Marks the axes to resample: the resized ones, less those whose scale is
+// a compile-time 1 under a coordinate transformation that maps every
+// output index to itself at scale 1 (all but tf_crop_and_resize, which may
+// crop, and tf_half_pixel_for_nn, which shifts by half a pixel). The
+// interpreter resamples every axis with scale 1 too, so
+// tf_half_pixel_for_nn (opsets 11-12) with a partial axes list (opset 18+)
+// is refused.
+Status markActiveAxes(DispatchBuilder &d, Plan &p) {
+  const bool shifts = p.form.coord == Coord::TfHalfPixelForNn;
+  if (shifts && p.axes.size() != size_t(p.rank))
+    return makeError("Resize tf_half_pixel_for_nn with an axes list that omits axes");
+  const bool scaleOneIsIdentity = !shifts && p.form.coord != Coord::TfCropAndResize;
+  for (Axis &a : p.axis) {
+    if (a.pos < 0) continue;
+    a.active = true;
+    if (!scaleOneIsIdentity) continue;
+    if (p.scales) {
+      a.active = d.constantF(scaleOf(d, p, a)) != std::optional<double>(1.0);
+    } else if (p.policy == Policy::Stretch) {
+      auto in = d.constant(a.inLen), out = d.constant(a.outLen);
+      a.active = !(in && out && *in == *out);
+    }
+  }
+  return Status::success();
 }
 
 // Which of scales and sizes drives the resize, with their length checks.
@@ -760,6 +840,7 @@ Status lowerResize(DispatchBuilder &d) {
   for (size_t i = 0; i < p.axes.size(); ++i) p.axis[size_t(p.axes[i])].pos = int(i);
   if (p.scales) lengthsFromScales(d, p);
   else lengthsFromSizes(d, p);
+  KILN_RETURN_IF_ERROR(markActiveAxes(d, p));
   if (p.form.coord == Coord::TfCropAndResize) {
     if (!d.input(1)) return makeError("Resize tf_crop_and_resize needs the roi input");
     if (!isFloat(d.inputType(1)) && !isInt(d.inputType(1)))
@@ -780,7 +861,7 @@ Status lowerResize(DispatchBuilder &d) {
 
   // Scratch: the tables of every resized axis, then the pass buffers.
   for (Axis &a : p.axis) {
-    if (a.pos < 0) continue;
+    if (!a.active) continue;
     const SVal entries = p.form.mode == Mode::Nearest ? a.outLen : d.mul(a.outLen, a.taps);
     a.index = d.addScratch(I64, entries);
     if (p.form.mode != Mode::Nearest) a.weight = d.addScratch(F64, entries);
@@ -793,7 +874,7 @@ Status lowerResize(DispatchBuilder &d) {
     SVal sizeA = d.c(0), sizeB = d.c(0);
     int k = 0;
     for (int a = p.rank - 1; a >= 0; --a) {
-      if (p.axis[size_t(a)].pos < 0) continue;
+      if (!p.axis[size_t(a)].active) continue;
       cur[size_t(a)] = p.axis[size_t(a)].outLen;
       SVal &size = k++ % 2 == 0 ? sizeA : sizeB;
       size = d.max(size, d.product(cur));

@@ -152,6 +152,34 @@ graph @g(%x: f32[n,c,h,w]) -> (%y) {
     expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {2, 3, h, h + 2}, h)});
 }
 
+TEST(LowerSamplingOps, ResizeByConstantScalesOfOneCopiesAndSkipsThoseAxes) {
+  for (const char *type : {"f32", "u8"})
+    for (const char *scales : {"[1.0, 1.0, 1.0, 1.0]", "[1.0, 1.0, 1.0, 2.5]"}) {
+      SCOPED_TRACE(::testing::Message() << type << " " << scales);
+      const std::string model = std::string(R"(kiln.model opsets {"" = 19}
+graph @g(%x: )") + type + R"([2,3,4,5]) -> (%y) {
+  %scales = Constant() {value = dense<f32[4]> )" + scales + R"(} : f32[4]
+  %y = Resize(%x, _, %scales) {mode = "cubic"} : )" + type + R"([?,?,?,?]
+})";
+      expectArtifactMatchesInterpreter(
+          model, {randomTensor(std::string(type) == "u8" ? DType::U8 : DType::F32, {2, 3, 4, 5}, 15,
+                               0, 200)});
+    }
+  // tf_half_pixel_for_nn shifts even an axis of scale 1, so it is kept.
+  expectArtifactMatchesInterpreter(R"(kiln.model opsets {"" = 11}
+graph @g(%x: f32[1,2,4,5]) -> (%y) {
+  %scales = Constant() {value = dense<f32[4]> [1.0, 1.0, 1.0, 2.0]} : f32[4]
+  %y = Resize(%x, _, %scales) {mode = "linear", coordinate_transformation_mode = "tf_half_pixel_for_nn"} : f32[1,2,4,10]
+})",
+                                   {randomTensor(DType::F32, {1, 2, 4, 5}, 16)});
+  EXPECT_NE(testing::artifactCompileError(R"(kiln.model opsets {"" = 19}
+graph @g(%x: f32[1,2,4,5], %scales: f32[1]) -> (%y) {
+  %y = Resize(%x, _, %scales) {axes = [3], coordinate_transformation_mode = "tf_half_pixel_for_nn"} : f32[?,?,?,?]
+})")
+                .find("Resize"),
+            std::string::npos);
+}
+
 TEST(LowerSamplingOps, ResizeOfRankOneAndThree) {
   expectArtifactMatchesInterpreter(R"(kiln.model opsets {"" = 19}
 graph @g(%x: f32[7], %scales: f32[1]) -> (%y) {
