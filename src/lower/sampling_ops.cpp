@@ -386,8 +386,10 @@ Sample bilinear(KExpr &e, DType c, int y, int x, int height, int width) {
                 {weight(hy, hx), weight(hy, lx), weight(ly, hx), weight(ly, lx)}};
 }
 
-// Every (roi, channel) pair in parallel; per bin, the samples of its
-// sampling grid pooled by average or max, as the interpreter's poolBin.
+// Rows of bins, (roi, ph), in parallel: each computes its roi's geometry,
+// then per bin the samples of its sampling grid, each sample once for all
+// channels (the innermost loop), pooled by average or max per channel in
+// scratch in the interpreter's sample order (poolBin), then stored.
 Status lowerRoiAlign(DispatchBuilder &d) {
   KILN_ASSIGN_OR_RETURN(RoiForm p, readRoiForm(d.node()));
   if (d.inputRank(0) != 4) return makeError("RoiAlign needs an X of rank 4");
@@ -408,18 +410,19 @@ Status lowerRoiAlign(DispatchBuilder &d) {
   const SVal outSize = d.mul(d.mul(numRois, channels), bins);
   d.check(d.le(outSize, d.c(int64_t{1} << 31)), "output of {} elements is too large", {outSize});
   d.setOutput(0, {numRois, channels, d.c(p.outH), d.c(p.outW)});
+  const int pooled = d.addScratch(c, outSize); // per output element, in the compute type
   const int badBatch = d.statusCode("a batch index is outside [0, batch)");
   const int badRoi = d.statusCode("a roi is not finite");
   const int badGrid = d.statusCode("the sampling grid of a roi is too large (more than " +
                                    std::to_string(kMaxGrid) + " per side or 2^31 samples)");
 
-  kir::KernelBuilder &b = d.beginKernel(d.mul(numRois, channels), bins);
+  const SVal rows = d.mul(numRois, d.c(p.outH));
+  kir::KernelBuilder &b = d.beginKernel(rows, d.mul(channels, d.c(p.outW)));
   KExpr e{b};
-  const int sumVar = b.addVar("sum", c), bestVar = b.addVar("best", c);
-  const int firstVar = b.addVar("first", DType::Bool);
-  const int pr = d.loop(d.mul(numRois, channels), {Schedule::Kind::Parallel, 1});
+  const int pr = d.loop(rows, {Schedule::Kind::Parallel, 1});
   const int cs = d.value(channels);
-  const int roi = e.div(I64, e.var(pr), cs), ch = e.sub(I64, e.var(pr), e.mul(I64, roi, cs));
+  const int roi = e.div(I64, e.var(pr), e.i64(p.outH));
+  const int ph = e.sub(I64, e.var(pr), e.mul(I64, roi, e.i64(p.outH)));
   const int bi = castToIndex(b, it, b.load(d.in(2), {}, roi));
   const int batchOk = e.land(e.ge(I64, bi, e.i64(0)), e.lt(I64, bi, d.value(batch)));
   d.raise(e.lnot(batchOk), badBatch);
@@ -450,18 +453,20 @@ Status lowerRoiAlign(DispatchBuilder &d) {
   d.raise(e.lnot(gridOk), badGrid);
   b.beginIf(e.land(e.land(batchOk, finite), gridOk));
   {
-    const int plane = e.mul(I64, e.add(I64, e.mul(I64, bi, cs), ch),
-                            e.mul(I64, d.value(height), d.value(width)));
+    const int hw = e.mul(I64, d.value(height), d.value(width));
+    const int planes = e.mul(I64, e.mul(I64, bi, cs), hw); // x[bi, 0]
     const int gridHC = e.cast(c, I64, gridH), gridWC = e.cast(c, I64, gridW);
     const int count = e.mul(I64, gridH, gridW);
     const int half = e.f(c, 0.5);
-    const int ph = b.beginLoop(kir::Affine::constant(p.outH));
+    // y[roi, ch, ph, pw] at ((roi * C + ch) * outH + ph) * outW + pw
+    const int outRow = e.mul(I64, e.add(I64, e.mul(I64, e.mul(I64, roi, cs), e.i64(p.outH)), ph),
+                             e.i64(p.outW));
     const int pw = b.beginLoop(kir::Affine::constant(p.outW));
-    b.varWrite(sumVar, e.f(c, 0));
-    b.varWrite(bestVar, e.f(c, 0));
-    b.varWrite(firstVar, e.boolean(true));
-    // y = startH + ph * binH + (iy + 0.5) * binH / gridH (x likewise)
-    const int y0 = e.add(c, startH, e.mul(c, e.cast(c, I64, e.var(ph)), binH));
+    const int binAt = e.add(I64, outRow, e.var(pw)); // channel 0's output element
+    auto chLoop = [&] { return d.loop(channels, {Schedule::Kind::Vector, 8}); };
+    auto outAt = [&](int ch) { return kir::Affine{}.add(p.outH * p.outW, -1, ch); };
+    // y0 = startH + ph * binH, x0 = startW + pw * binW
+    const int y0 = e.add(c, startH, e.mul(c, e.cast(c, I64, ph), binH));
     const int x0 = e.add(c, startW, e.mul(c, e.cast(c, I64, e.var(pw)), binW));
     auto coordLoop = [&](int grid) {
       if (p.samplingRatio > 0) return e.var(b.beginLoop(kir::Affine::constant(p.samplingRatio)));
@@ -471,39 +476,47 @@ Status lowerRoiAlign(DispatchBuilder &d) {
       if (p.samplingRatio > 0) b.endLoop();
       else closeCountedLoop(e);
     };
+    int ch = chLoop();
+    b.store(d.scratch(pooled), outAt(ch), e.f(c, 0), binAt);
+    b.endLoop();
     const int iy = coordLoop(gridH);
+    // y = y0 + (iy + 0.5) * binH / gridH (x likewise)
     const int y = e.add(
         c, y0, e.div(c, e.mul(c, e.add(c, e.cast(c, I64, iy), half), binH), gridHC));
     const int ix = coordLoop(gridW);
     const int x = e.add(
         c, x0, e.div(c, e.mul(c, e.add(c, e.cast(c, I64, ix), half), binW), gridWC));
     const Sample s = bilinear(e, c, y, x, d.value(height), d.value(width));
-    int terms[4];
-    for (int q = 0; q < 4; ++q)
-      terms[q] = e.mul(c, s.w[q], widen(e, c, xt, b.load(d.in(0), {}, e.add(I64, plane, s.pos[q]))));
-    if (!p.maxMode) {
-      const int total = e.add(c, e.add(c, e.add(c, terms[0], terms[1]), terms[2]), terms[3]);
-      b.varWrite(sumVar, e.add(c, b.varRead(sumVar), total));
-    } else {
-      // The largest weighted corner of each sample, as the interpreter.
-      int m = terms[0];
-      for (int q = 1; q < 4; ++q) m = e.max(c, m, terms[q]);
-      const int best = b.varRead(bestVar);
-      b.varWrite(bestVar, e.sel(c, b.varRead(firstVar), m, e.max(c, best, m)));
-      b.varWrite(firstVar, e.boolean(false));
+    const int first = e.land(e.eq(I64, iy, e.i64(0)), e.eq(I64, ix, e.i64(0)));
+    ch = chLoop();
+    {
+      const kir::Affine plane = d.term(d.mul(height, width), ch);
+      int terms[4];
+      for (int q = 0; q < 4; ++q)
+        terms[q] = e.mul(c, s.w[q],
+                         widen(e, c, xt, b.load(d.in(0), plane, e.add(I64, planes, s.pos[q]))));
+      const int acc = b.load(d.scratch(pooled), outAt(ch), binAt);
+      int next;
+      if (!p.maxMode) {
+        next = e.add(c, acc, e.add(c, e.add(c, e.add(c, terms[0], terms[1]), terms[2]), terms[3]));
+      } else {
+        // The largest weighted corner of each sample, as the interpreter.
+        int m = terms[0];
+        for (int q = 1; q < 4; ++q) m = e.max(c, m, terms[q]);
+        next = e.sel(c, first, m, e.max(c, acc, m));
+      }
+      b.store(d.scratch(pooled), outAt(ch), next, binAt);
     }
+    b.endLoop(); // ch
     closeLoop(); // ix
     closeLoop(); // iy
-    int result;
-    if (!p.maxMode)
-      result = e.div(c, b.varRead(sumVar), e.cast(c, I64, e.max(I64, count, e.i64(1))));
-    else
-      result = b.varRead(bestVar);
-    kir::Affine at = d.term(bins, pr);
-    at.add(p.outW, -1, ph).add(1, -1, pw);
-    b.store(d.out(0), at, e.cast(xt, c, result));
+    const int divisor = e.cast(c, I64, e.max(I64, count, e.i64(1)));
+    ch = chLoop();
+    int result = b.load(d.scratch(pooled), outAt(ch), binAt);
+    if (!p.maxMode) result = e.div(c, result, divisor);
+    b.store(d.out(0), outAt(ch), e.cast(xt, c, result), binAt);
+    b.endLoop(); // ch
     b.endLoop(); // pw
-    b.endLoop(); // ph
   }
   b.endIf();
   b.endLoop(); // pr

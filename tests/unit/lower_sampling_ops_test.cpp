@@ -281,6 +281,25 @@ graph @g(%x: f32[2,3,10,9], %rois: f32[4,4], %batch: i64[4]) -> (%y) {
       }
 }
 
+TEST(LowerSamplingOps, RoiAlignLargeSamplingGridsAndHalfPrecision) {
+  // Grids of 19 and of several hundred samples per side (sampling_ratio 0).
+  const std::string model = R"(kiln.model opsets {"" = 16}
+graph @g(%x: f16[1,2,40,40], %rois: f16[2,4], %batch: i32[2]) -> (%y) {
+  %y = RoiAlign(%x, %rois, %batch) {mode = "MODE", output_height = 2, output_width = 1} : f16[2,2,2,1]
+})";
+  for (const char *mode : {"avg", "max"}) {
+    std::string m = model;
+    m.replace(m.find("MODE"), 4, mode);
+    Tensor rois(DType::F16, {2, 4});
+    const double corners[] = {0, 0, 39, 37, -300, -200, 500, 700};
+    for (int i = 0; i < 8; ++i) rois.setDouble(i, corners[i]);
+    expectArtifactMatchesInterpreter(
+        m, {randomTensor(DType::F16, {1, 2, 40, 40}, 32), rois,
+            Tensor::fromVector(std::vector<int32_t>{0, 0}, {2})},
+        {2e-3, 2e-3});
+  }
+}
+
 TEST(LowerSamplingOps, RoiAlignReportsBadBatchIndices) {
   const std::string model = R"(kiln.model opsets {"" = 16}
 graph @g(%x: f32[1,2,5,5], %rois: f32[r,4], %batch: i64[r]) -> (%y) {
