@@ -208,6 +208,22 @@ graph @g(%x: f32[s,b,3], %w: f32[1,12,3], %r: f32[1,12,4], %lens: i32[b]) -> (%y
   }
 }
 
+TEST(LowerRecurrentOps, LargeBatchesSplitOverFourThreads) {
+  Layer l;
+  l.op = "LSTM";
+  l.outputs = 3;
+  l.seq = 20;
+  l.batch = 24;
+  l.input = 16;
+  l.hidden = 32;
+  l.direction = "bidirectional";
+  l.peepholes = l.lens = true;
+  auto [model, inputs] = build(l, 110);
+  testing::OpCheckOptions four{1e-5, 1e-5};
+  four.threads = 4;
+  expectArtifactMatchesInterpreter(model, inputs, four);
+}
+
 TEST(LowerRecurrentOps, ReportsASequenceLengthOutOfRange) {
   Layer l;
   l.lens = true;

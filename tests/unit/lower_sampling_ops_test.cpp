@@ -18,10 +18,11 @@ using testing::randomTensor;
 Tensor f32s(std::vector<float> v) { return Tensor::fromVector(v, {int64_t(v.size())}); }
 Tensor i64s(std::vector<int64_t> v) { return Tensor::fromVector(v, {int64_t(v.size())}); }
 
-// A Resize of x [1,2,5,6] by run-time scales.
-std::string resizeByScales(const std::string &attrs, const std::string &type = "f32") {
+// A Resize of x (of `dims`) by run-time scales.
+std::string resizeByScales(const std::string &attrs, const std::string &type = "f32",
+                           const std::string &dims = "[1,2,5,6]") {
   return R"(kiln.model opsets {"" = 19}
-graph @g(%x: )" + type + R"([1,2,5,6], %scales: f32[4]) -> (%y) {
+graph @g(%x: )" + type + dims + R"(, %scales: f32[4]) -> (%y) {
   %y = Resize(%x, _, %scales) {)" + attrs + R"(} : )" + type + R"([?,?,?,?]
 })";
 }
@@ -140,6 +141,13 @@ TEST(LowerSamplingOps, ResizeIntegerAndHalfTypes) {
                                      {randomTensor(DType::F64, {1, 2, 5, 6}, 11),
                                       f32s({1, 1, 1.7f, 0.6f})});
   }
+}
+
+TEST(LowerSamplingOps, ResizeOfBooleans) {
+  for (const char *mode : {"nearest", "linear"})
+    expectArtifactMatchesInterpreter(resizeByScales(std::string("mode = \"") + mode + "\"", "bool"),
+                                     {randomTensor(DType::Bool, {1, 2, 5, 6}, 17),
+                                      f32s({1, 1, 1.7f, 0.6f})});
 }
 
 TEST(LowerSamplingOps, ResizeWithSymbolicDimsAndConstantScales) {
@@ -344,6 +352,33 @@ graph @g(%x: i32[1,1,2,2], %i: i64[1,1,2,2]) -> (%y) {
                                                            {1, 1, 2, 2})})
                 .find("out of range"),
             std::string::npos);
+}
+
+TEST(LowerSamplingOps, LargeInputsSplitOverFourThreads) {
+  testing::OpCheckOptions four;
+  four.threads = 4;
+  expectArtifactMatchesInterpreter(resizeByScales("mode = \"cubic\"", "f32", "[2,8,60,70]"),
+                                   {randomTensor(DType::F32, {2, 8, 60, 70}, 50),
+                                    f32s({1, 1, 1.3f, 0.8f})},
+                                   four);
+  expectArtifactMatchesInterpreter(R"(kiln.model opsets {"" = 20}
+graph @g(%x: f32[2,16,30,30], %grid: f32[2,40,40,2]) -> (%y) {
+  %y = GridSample(%x, %grid) {mode = "cubic", padding_mode = "border"} : f32[2,16,40,40]
+})",
+                                   {randomTensor(DType::F32, {2, 16, 30, 30}, 51),
+                                    randomTensor(DType::F32, {2, 40, 40, 2}, 52, -1.1, 1.1)},
+                                   four);
+  std::vector<float> rois;
+  for (int r = 0; r < 40; ++r)
+    for (float v : {float(r % 7), float(r % 5), float(r % 7 + 9), float(r % 5 + 12)}) rois.push_back(v);
+  std::vector<int64_t> batch(40, 1);
+  expectArtifactMatchesInterpreter(R"(kiln.model opsets {"" = 16}
+graph @g(%x: f32[2,32,24,24], %rois: f32[40,4], %batch: i64[40]) -> (%y) {
+  %y = RoiAlign(%x, %rois, %batch) {output_height = 5, output_width = 5} : f32[40,32,5,5]
+})",
+                                   {randomTensor(DType::F32, {2, 32, 24, 24}, 53),
+                                    Tensor::fromVector(rois, {40, 4}), i64s(batch)},
+                                   four);
 }
 
 } // namespace

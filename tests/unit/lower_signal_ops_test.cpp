@@ -169,5 +169,19 @@ graph @g(%mel: i64[], %n: i64[], %rate: i64[], %lo: f32[], %hi: f32[]) -> (%y) {
             std::string::npos);
 }
 
+TEST(LowerSignalOps, LargeTransformsSplitOverFourThreads) {
+  testing::OpCheckOptions four{1e-4, 1e-4};
+  four.threads = 4;
+  expectArtifactMatchesInterpreter(dftModel("f32[3,300,2]", "axis = 1", false, false),
+                                   {randomTensor(DType::F32, {3, 300, 2}, 60)}, four);
+  expectArtifactMatchesInterpreter(R"(kiln.model opsets {"" = 17}
+graph @g(%x: f32[2,2000,1], %step: i64[], %w: f32[128]) -> (%y) {
+  %y = STFT(%x, %step, %w) : f32[?,?,?,?]
+})",
+                                   {randomTensor(DType::F32, {2, 2000, 1}, 61),
+                                    Tensor::scalar<int64_t>(64), randomTensor(DType::F32, {128}, 62)},
+                                   four);
+}
+
 } // namespace
 } // namespace kiln
