@@ -39,10 +39,14 @@ Status lowerLstm(DispatchBuilder &d);
 
 LowerFn recurrentLowering(OpKind op) {
   switch (op) {
-  case OpKind::RNN: return lowerRnn;
-  case OpKind::GRU: return lowerGru;
-  case OpKind::LSTM: return lowerLstm;
-  default: return nullptr;
+  case OpKind::RNN:
+    return lowerRnn;
+  case OpKind::GRU:
+    return lowerGru;
+  case OpKind::LSTM:
+    return lowerLstm;
+  default:
+    return nullptr;
   }
 }
 
@@ -51,8 +55,17 @@ namespace {
 // ---- activations ---------------------------------------------------------------------
 
 enum class Act {
-  Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu,
-  Softsign, Softplus
+  Relu,
+  Tanh,
+  Sigmoid,
+  Affine,
+  LeakyRelu,
+  ThresholdedRelu,
+  ScaledTanh,
+  HardSigmoid,
+  Elu,
+  Softsign,
+  Softplus
 };
 
 // Name (lower case), whether it reads alpha / beta, and the defaults of the
@@ -84,9 +97,8 @@ struct Activation {
 
 // The activations of every direction, `perDir` each, forward first; a
 // list of just `perDir` serves both directions (the interpreter's rules).
-Expected<std::vector<Activation>> readActivations(const Node &node,
-                                                  const std::vector<std::string> &defaults,
-                                                  int64_t dirs) {
+Expected<std::vector<Activation>>
+readActivations(const Node &node, const std::vector<std::string> &defaults, int64_t dirs) {
   const size_t perDir = defaults.size();
   std::vector<std::string> names = node.getStrings("activations");
   if (names.empty())
@@ -138,17 +150,26 @@ int activate(KExpr &e, DType c, const Activation &act, int x) {
   const int a = e.f(c, act.alpha), b = e.f(c, act.beta);
   const int zero = e.f(c, 0), one = e.f(c, 1);
   switch (act.kind) {
-  case Act::Relu: return e.max(c, x, zero);
-  case Act::Tanh: return tanhOf(e, c, x);
-  case Act::Sigmoid: return e.un(Opcode::Sigmoid, c, x);
-  case Act::Affine: return e.add(c, e.mul(c, a, x), b);
-  case Act::LeakyRelu: return e.sel(c, e.ge(c, x, zero), x, e.mul(c, a, x));
-  case Act::ThresholdedRelu: return e.sel(c, e.gt(c, x, a), x, zero);
-  case Act::ScaledTanh: return e.mul(c, a, tanhOf(e, c, e.mul(c, b, x)));
-  case Act::HardSigmoid: return e.clamp(c, e.add(c, e.mul(c, a, x), b), zero, one);
+  case Act::Relu:
+    return e.max(c, x, zero);
+  case Act::Tanh:
+    return tanhOf(e, c, x);
+  case Act::Sigmoid:
+    return e.un(Opcode::Sigmoid, c, x);
+  case Act::Affine:
+    return e.add(c, e.mul(c, a, x), b);
+  case Act::LeakyRelu:
+    return e.sel(c, e.ge(c, x, zero), x, e.mul(c, a, x));
+  case Act::ThresholdedRelu:
+    return e.sel(c, e.gt(c, x, a), x, zero);
+  case Act::ScaledTanh:
+    return e.mul(c, a, tanhOf(e, c, e.mul(c, b, x)));
+  case Act::HardSigmoid:
+    return e.clamp(c, e.add(c, e.mul(c, a, x), b), zero, one);
   case Act::Elu:
     return e.sel(c, e.ge(c, x, zero), x, e.mul(c, a, e.sub(c, e.un(Opcode::Exp, c, x), one)));
-  case Act::Softsign: return e.div(c, x, e.add(c, one, e.un(Opcode::Abs, c, x)));
+  case Act::Softsign:
+    return e.div(c, x, e.add(c, one, e.un(Opcode::Abs, c, x)));
   case Act::Softplus: { // log(1 + e^x) without overflow for large x
     const int pos = e.add(c, x, log1p(e, c, e.un(Opcode::Exp, c, e.neg(c, x))));
     const int neg = log1p(e, c, e.un(Opcode::Exp, c, x));
@@ -172,13 +193,15 @@ struct Layer {
   bool linearBeforeReset = false, inputForget = false;
   double clip = 0; // 0: no clipping
   std::vector<Activation> acts;
-  DType x = DType::F32, c = DType::F32; // X's dtype and the compute type
-  SVal seq, batch, input, hidden, gh;   // gh = gates * hidden
+  DType x = DType::F32, c = DType::F32;       // X's dtype and the compute type
+  SVal seq, batch, input, hidden, gh;         // gh = gates * hidden
   int xw = -1, h = -1, state = -1, work = -1; // scratch
   int64_t workPerRow = 0;                     // in units of hidden
 };
 
-bool present(DispatchBuilder &d, int slot) { return d.input(slot) != nullptr; }
+bool present(DispatchBuilder &d, int slot) {
+  return d.input(slot) != nullptr;
+}
 
 Status checkShape(DispatchBuilder &d, int slot, const char *name, const std::vector<SVal> &want,
                   bool floatOnly = true) {
@@ -207,9 +230,12 @@ Expected<Layer> readLayer(DispatchBuilder &d, Cell cell) {
   if (layout != 0 && layout != 1) return makeError("layout must be 0 or 1, got ", layout);
   l.batchFirst = layout == 1;
   const std::string direction = node.getString("direction");
-  if (direction == "bidirectional") l.dirs = 2;
-  else if (direction == "reverse") l.reverseOnly = true;
-  else if (direction != "forward") return makeError("direction '", direction, "' is unknown");
+  if (direction == "bidirectional")
+    l.dirs = 2;
+  else if (direction == "reverse")
+    l.reverseOnly = true;
+  else if (direction != "forward")
+    return makeError("direction '", direction, "' is unknown");
   const std::vector<std::string> defaults =
       cell == Cell::Rnn   ? std::vector<std::string>{"Tanh"}
       : cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
@@ -293,10 +319,10 @@ void projectionKernel(DispatchBuilder &d, const Layer &l) {
 
 // Per-(direction, batch row) values of the recurrence kernel.
 struct RowK {
-  int dir, bi;        // i64
-  int state;          // offset of this row's [hidden] state in h / c scratch
-  int work;           // offset of this row's work area
-  int xw;             // offset of the current step's projection row (set per step)
+  int dir, bi; // i64
+  int state;   // offset of this row's [hidden] state in h / c scratch
+  int work;    // offset of this row's work area
+  int xw;      // offset of the current step's projection row (set per step)
   const Activation *acts;
   int hiddenV, ghV;
 };
@@ -319,8 +345,7 @@ int stateDot(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int ro
 int biasSum(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int row) {
   if (!present(d, kB)) return e.f(l.c, 0);
   const int base = e.add(I64, e.mul(I64, k.dir, e.mul(I64, k.ghV, e.i64(2))), row);
-  return e.add(l.c, loadC(d, e, l, kB, {}, base),
-               loadC(d, e, l, kB, {}, e.add(I64, base, k.ghV)));
+  return e.add(l.c, loadC(d, e, l, kB, {}, base), loadC(d, e, l, kB, {}, e.add(I64, base, k.ghV)));
 }
 int biasPart(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int row, bool recurrent) {
   if (!present(d, kB)) return e.f(l.c, 0);
@@ -370,12 +395,11 @@ void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int a
     int j = d.loop(l.hidden);
     const int z = activate(e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.var(j), acc)));
     const int r = activate(
-        e, c, k.acts[0],
-        clipped(e, l, gatePre(d, e, l, k, e.add(I64, k.hiddenV, e.var(j)), acc)));
+        e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.add(I64, k.hiddenV, e.var(j)), acc)));
     b.store(d.scratch(l.work), workAt(0, j), z, k.work);
     b.store(d.scratch(l.work), workAt(1, j), r, k.work);
-    b.store(d.scratch(l.work), workAt(2, j),
-            e.mul(c, r, b.load(d.scratch(l.h), hAt(j), k.state)), k.work);
+    b.store(d.scratch(l.work), workAt(2, j), e.mul(c, r, b.load(d.scratch(l.h), hAt(j), k.state)),
+            k.work);
     b.endLoop();
     j = d.loop(l.hidden);
     const int row = e.add(I64, e.mul(I64, e.i64(2), k.hiddenV), e.var(j));
@@ -394,8 +418,7 @@ void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int a
     }
     const int cand = activate(e, c, k.acts[1], clipped(e, l, pre));
     const int hv = b.load(d.scratch(l.h), hAt(j), k.state);
-    const int next =
-        e.add(c, e.mul(c, e.sub(c, e.f(c, 1), zv), cand), e.mul(c, zv, hv));
+    const int next = e.add(c, e.mul(c, e.sub(c, e.f(c, 1), zv), cand), e.mul(c, zv, hv));
     b.store(d.scratch(l.work), workAt(3, j), next, k.work);
     b.endLoop();
     commitState(d, e, l, k, 3);
@@ -415,9 +438,10 @@ void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int a
   const int cOld = b.load(d.scratch(l.state), hAt(j), k.state);
   const Activation &f = k.acts[0], &gAct = k.acts[1], &hAct = k.acts[2];
   const int ig = activate(e, c, f, clipped(e, l, e.add(c, pre(0), e.mul(c, peephole(0), cOld))));
-  const int fg = l.inputForget
-                     ? e.sub(c, e.f(c, 1), ig)
-                     : activate(e, c, f, clipped(e, l, e.add(c, pre(2), e.mul(c, peephole(2), cOld))));
+  const int fg =
+      l.inputForget
+          ? e.sub(c, e.f(c, 1), ig)
+          : activate(e, c, f, clipped(e, l, e.add(c, pre(2), e.mul(c, peephole(2), cOld))));
   const int cand = activate(e, c, gAct, clipped(e, l, pre(3)));
   const int cell = e.add(c, e.mul(c, fg, cOld), e.mul(c, ig, cand));
   const int og = activate(e, c, f, clipped(e, l, e.add(c, pre(1), e.mul(c, peephole(1), cell))));
@@ -431,11 +455,10 @@ void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int a
 // initial_h / Y_h, by layout.
 int yOffset(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int t) {
   const int dirs = e.i64(l.dirs), hidden = k.hiddenV;
-  const int row = l.batchFirst
-                      ? e.add(I64, e.mul(I64, e.add(I64, e.mul(I64, k.bi, d.value(l.seq)), t), dirs),
-                              k.dir)
-                      : e.add(I64, e.mul(I64, e.add(I64, e.mul(I64, t, dirs), k.dir), d.value(l.batch)),
-                              k.bi);
+  const int row =
+      l.batchFirst
+          ? e.add(I64, e.mul(I64, e.add(I64, e.mul(I64, k.bi, d.value(l.seq)), t), dirs), k.dir)
+          : e.add(I64, e.mul(I64, e.add(I64, e.mul(I64, t, dirs), k.dir), d.value(l.batch)), k.bi);
   return e.mul(I64, row, hidden);
 }
 int stateIoOffset(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k) {
@@ -490,8 +513,8 @@ void recurrenceKernel(DispatchBuilder &d, const Layer &l, int badLength) {
   const int xRows = d.value(d.mul(l.seq, l.batch));
 
   const int step = d.loop(l.seq);
-  const int t = e.sel(I64, reverse, e.sub(I64, e.sub(I64, seqV, e.i64(1)), e.var(step)),
-                      e.var(step));
+  const int t =
+      e.sel(I64, reverse, e.sub(I64, e.sub(I64, seqV, e.i64(1)), e.var(step)), e.var(step));
   const int valid = e.lt(I64, t, len);
   const int xRow = l.batchFirst ? e.add(I64, e.mul(I64, k.bi, seqV), t)
                                 : e.add(I64, e.mul(I64, t, batchV), k.bi);
@@ -555,9 +578,15 @@ Status lowerLayer(DispatchBuilder &d, Cell cell) {
   return Status::success();
 }
 
-Status lowerRnn(DispatchBuilder &d) { return lowerLayer(d, Cell::Rnn); }
-Status lowerGru(DispatchBuilder &d) { return lowerLayer(d, Cell::Gru); }
-Status lowerLstm(DispatchBuilder &d) { return lowerLayer(d, Cell::Lstm); }
+Status lowerRnn(DispatchBuilder &d) {
+  return lowerLayer(d, Cell::Rnn);
+}
+Status lowerGru(DispatchBuilder &d) {
+  return lowerLayer(d, Cell::Gru);
+}
+Status lowerLstm(DispatchBuilder &d) {
+  return lowerLayer(d, Cell::Lstm);
+}
 
 } // namespace
 } // namespace kiln::lower

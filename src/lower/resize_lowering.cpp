@@ -56,10 +56,14 @@ struct ResizeForm {
 Expected<ResizeForm> readForm(const Node &node) {
   ResizeForm f;
   const std::string mode = node.getString("mode");
-  if (mode == "nearest") f.mode = Mode::Nearest;
-  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") f.mode = Mode::Linear;
-  else if (mode == "cubic" || mode == "bicubic") f.mode = Mode::Cubic;
-  else return makeError("Resize mode '", mode, "' is unknown");
+  if (mode == "nearest")
+    f.mode = Mode::Nearest;
+  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+    f.mode = Mode::Linear;
+  else if (mode == "cubic" || mode == "bicubic")
+    f.mode = Mode::Cubic;
+  else
+    return makeError("Resize mode '", mode, "' is unknown");
   static const std::pair<const char *, Coord> coords[] = {
       {"half_pixel", Coord::HalfPixel},
       {"half_pixel_symmetric", Coord::HalfPixelSymmetric},
@@ -75,11 +79,16 @@ Expected<ResizeForm> readForm(const Node &node) {
     return makeError("Resize coordinate_transformation_mode '", coord, "' is unknown");
   f.coord = c->second;
   const std::string rounding = node.getString("nearest_mode");
-  if (rounding == "round_prefer_floor") f.rounding = Rounding::RoundPreferFloor;
-  else if (rounding == "round_prefer_ceil") f.rounding = Rounding::RoundPreferCeil;
-  else if (rounding == "floor") f.rounding = Rounding::Floor;
-  else if (rounding == "ceil") f.rounding = Rounding::Ceil;
-  else return makeError("Resize nearest_mode '", rounding, "' is unknown");
+  if (rounding == "round_prefer_floor")
+    f.rounding = Rounding::RoundPreferFloor;
+  else if (rounding == "round_prefer_ceil")
+    f.rounding = Rounding::RoundPreferCeil;
+  else if (rounding == "floor")
+    f.rounding = Rounding::Floor;
+  else if (rounding == "ceil")
+    f.rounding = Rounding::Ceil;
+  else
+    return makeError("Resize nearest_mode '", rounding, "' is unknown");
   f.cubicA = node.getFloat("cubic_coeff_a");
   f.excludeOutside = node.getInt("exclude_outside") != 0;
   f.antialias = node.getInt("antialias") != 0;
@@ -117,10 +126,10 @@ double storedConstant(DType t, double v) {
 // the scratch tables.
 struct Axis {
   SVal inLen, outLen;
-  int pos = -1;  // index into scales / sizes / roi; -1: not resized
+  int pos = -1; // index into scales / sizes / roi; -1: not resized
   // Resampled: resized, and not known at compile time to be an identity.
   bool active = false;
-  SVal taps;     // taps per output index (linear / cubic)
+  SVal taps;                                 // taps per output index (linear / cubic)
   int index = -1, weight = -1, outside = -1; // scratch tables
 };
 
@@ -153,8 +162,12 @@ SVal roundToFloat(DispatchBuilder &d, SVal v) {
 }
 
 // std::min / std::max on shape-program doubles.
-SVal fminSV(DispatchBuilder &d, SVal a, SVal b) { return d.select(d.flt(b, a), b, a); }
-SVal fmaxSV(DispatchBuilder &d, SVal a, SVal b) { return d.select(d.flt(a, b), b, a); }
+SVal fminSV(DispatchBuilder &d, SVal a, SVal b) {
+  return d.select(d.flt(b, a), b, a);
+}
+SVal fmaxSV(DispatchBuilder &d, SVal a, SVal b) {
+  return d.select(d.flt(a, b), b, a);
+}
 
 // An integral double in [0, 2^40] (the interpreter's kMaxLength) as an
 // integer; NaN and out-of-range values fail the check.
@@ -162,8 +175,8 @@ SVal checkedLength(DispatchBuilder &d, SVal len, const std::string &what) {
   const double maxLength = double(int64_t{1} << 40);
   d.check(d.land(d.flt(d.cf(-1), len), d.flt(len, d.cf(maxLength + 1))), what);
   // ToI of a failed length would itself fail first; keep it in range.
-  return d.toI(d.select(d.land(d.flt(d.cf(-1), len), d.flt(len, d.cf(maxLength + 1))), len,
-                        d.cf(0)));
+  return d.toI(
+      d.select(d.land(d.flt(d.cf(-1), len), d.flt(len, d.cf(maxLength + 1))), len, d.cf(0)));
 }
 
 // The scale of resized axis `a` as the interpreter reads it from scales.
@@ -198,8 +211,8 @@ void lengthsFromSizes(DispatchBuilder &d, Plan &p) {
     if (a.pos < 0) continue;
     const SVal size = d.elem(3, d.c(a.pos));
     d.check(d.le(d.c(0), size), "sizes must not be negative, got {}", {size});
-    d.check(d.lor(d.ne(a.inLen, d.c(0)), d.le(size, d.c(0))),
-            "cannot resize an empty axis to {}", {size});
+    d.check(d.lor(d.ne(a.inLen, d.c(0)), d.le(size, d.c(0))), "cannot resize an empty axis to {}",
+            {size});
     a.outLen = size;
     const SVal s = sizeScale(d, a, size);
     common = notLarger ? fminSV(d, common, s) : fmaxSV(d, common, s);
@@ -317,11 +330,11 @@ int sourceCoord(KExpr &e, Coord coord, const AxisK &k, int x, int &outside) {
   const int half = e.f(F64, 0.5), one = e.f(F64, 1);
   auto halfPixel = [&] { return e.sub(F64, e.div(F64, e.add(F64, x, half), k.scale), half); };
   switch (coord) {
-  case Coord::HalfPixel: return halfPixel();
+  case Coord::HalfPixel:
+    return halfPixel();
   case Coord::HalfPixelSymmetric: {
     const int adjustment = e.div(F64, k.outLenF, k.resized);
-    const int offset =
-        e.mul(F64, e.div(F64, k.inLenF, e.f(F64, 2)), e.sub(F64, one, adjustment));
+    const int offset = e.mul(F64, e.div(F64, k.inLenF, e.f(F64, 2)), e.sub(F64, one, adjustment));
     return e.sub(F64, e.add(F64, offset, e.div(F64, e.add(F64, x, half), k.scale)), half);
   }
   case Coord::PytorchHalfPixel:
@@ -330,8 +343,10 @@ int sourceCoord(KExpr &e, Coord coord, const AxisK &k, int x, int &outside) {
     const int v = e.div(F64, e.mul(F64, x, e.sub(F64, k.inLenF, one)), e.sub(F64, k.resized, one));
     return e.sel(F64, e.eq(F64, k.resized, one), e.f(F64, 0), v);
   }
-  case Coord::Asymmetric: return e.div(F64, x, k.scale);
-  case Coord::TfHalfPixelForNn: return e.div(F64, e.add(F64, x, half), k.scale);
+  case Coord::Asymmetric:
+    return e.div(F64, x, k.scale);
+  case Coord::TfHalfPixelForNn:
+    return e.div(F64, e.add(F64, x, half), k.scale);
   case Coord::TfCropAndResize: {
     const int last = e.sub(F64, k.inLenF, one);
     const int span = e.mul(F64, e.sub(F64, k.roiEnd, k.roiStart), last);
@@ -356,8 +371,12 @@ int roundNearest(KExpr &e, Rounding r, int v) {
   case Rounding::RoundPreferCeil:
     rounded = e.un(Opcode::Floor, F64, e.add(F64, v, e.f(F64, 0.5)));
     break;
-  case Rounding::Floor: rounded = e.un(Opcode::Floor, F64, v); break;
-  case Rounding::Ceil: rounded = e.un(Opcode::Ceil, F64, v); break;
+  case Rounding::Floor:
+    rounded = e.un(Opcode::Floor, F64, v);
+    break;
+  case Rounding::Ceil:
+    rounded = e.un(Opcode::Ceil, F64, v);
+    break;
   }
   return e.cast(I64, F64, rounded);
 }
@@ -367,16 +386,14 @@ int cubicKernel(KExpr &e, double a, int x) {
   x = e.un(Opcode::Abs, F64, x);
   auto c = [&](double v) { return e.f(F64, v); };
   // ((a + 2) * x - (a + 3)) * x * x + 1
-  const int near = e.add(
-      F64, e.mul(F64, e.mul(F64, e.sub(F64, e.mul(F64, c(a + 2), x), c(a + 3)), x), x), c(1));
+  const int near =
+      e.add(F64, e.mul(F64, e.mul(F64, e.sub(F64, e.mul(F64, c(a + 2), x), c(a + 3)), x), x), c(1));
   // ((a * x - 5a) * x + 8a) * x - 4a
   const int far = e.sub(
       F64,
-      e.mul(F64, e.add(F64, e.mul(F64, e.sub(F64, e.mul(F64, c(a), x), c(5 * a)), x), c(8 * a)),
-            x),
+      e.mul(F64, e.add(F64, e.mul(F64, e.sub(F64, e.mul(F64, c(a), x), c(5 * a)), x), c(8 * a)), x),
       c(4 * a));
-  return e.sel(F64, e.le(F64, x, c(1)), near,
-               e.sel(F64, e.lt(F64, x, c(2)), far, c(0)));
+  return e.sel(F64, e.le(F64, x, c(1)), near, e.sel(F64, e.lt(F64, x, c(2)), far, c(0)));
 }
 
 // The index table (and outside flags) of one axis in nearest mode.
@@ -399,8 +416,8 @@ void nearestTaps(DispatchBuilder &d, const Plan &p, const Axis &a, const AxisK &
 // The index and weight tables of one axis in linear / cubic mode: per
 // output index, `taps` consecutive entries, as the interpreter's axisTaps
 // (weights of excluded or outside taps are 0, which the passes skip).
-void interpolationTaps(DispatchBuilder &d, const Plan &p, const Axis &a, const AxisK &k,
-                       KExpr &e, int sumVar, int keptVar) {
+void interpolationTaps(DispatchBuilder &d, const Plan &p, const Axis &a, const AxisK &k, KExpr &e,
+                       int sumVar, int keptVar) {
   kir::KernelBuilder &b = e.b;
   const ResizeForm &f = p.form;
   const bool linear = f.mode == Mode::Linear;
@@ -463,8 +480,8 @@ void interpolationTaps(DispatchBuilder &d, const Plan &p, const Axis &a, const A
       w = e.sel(F64, outside, zero, w);
     }
     b.store(d.scratch(a.weight), at, w, row);
-    b.store(d.scratch(a.index), at,
-            e.clamp(I64, index, e.i64(0), e.sub(I64, k.inLen, e.i64(1))), row);
+    b.store(d.scratch(a.index), at, e.clamp(I64, index, e.i64(0), e.sub(I64, k.inLen, e.i64(1))),
+            row);
   }
   b.endLoop();
 
@@ -490,8 +507,10 @@ void tapsKernel(DispatchBuilder &d, const Plan &p) {
   const int sumVar = b.addVar("sum", F64), keptVar = b.addVar("kept", F64);
   for (size_t i = 0; i < p.axis.size(); ++i) {
     if (!p.axis[i].active) continue;
-    if (p.form.mode == Mode::Nearest) nearestTaps(d, p, p.axis[i], k[i], e);
-    else interpolationTaps(d, p, p.axis[i], k[i], e, sumVar, keptVar);
+    if (p.form.mode == Mode::Nearest)
+      nearestTaps(d, p, p.axis[i], k[i], e);
+    else
+      interpolationTaps(d, p, p.axis[i], k[i], e, sumVar, keptVar);
   }
   d.endKernel();
 }
@@ -530,7 +549,8 @@ void gatherKernel(DispatchBuilder &d, const Plan &p, const std::vector<SVal> &ou
   kir::KernelBuilder &b = d.beginKernel(rows, last);
   KExpr e{b};
   const int row = d.loop(rows, {Schedule::Kind::Parallel, 1});
-  const std::vector<int> idx = rowIndices(d, e, outDims, row, std::vector<bool>(size_t(rank), true));
+  const std::vector<int> idx =
+      rowIndices(d, e, outDims, row, std::vector<bool>(size_t(rank), true));
   int base = e.i64(0), rowOutside = -1;
   for (int a = 0; a + 1 < rank; ++a) {
     const Axis &ax = p.axis[size_t(a)];
@@ -586,8 +606,8 @@ void lastAxisPassKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal o
   const int sum = b.addVar("acc", acc);
   const std::optional<int64_t> taps = d.constant(a.taps);
   // Integers keep the exact order of operations (see passKernel).
-  const Schedule outer8 = taps && isFloat(p.type) ? Schedule{Schedule::Kind::Vector, 8}
-                                                  : Schedule{};
+  const Schedule outer8 =
+      taps && isFloat(p.type) ? Schedule{Schedule::Kind::Vector, 8} : Schedule{};
   const int r = d.loop(outer, {Schedule::Kind::Parallel, 1});
   const int o = d.loop(a.outLen, outer8);
   auto addTap = [&](kir::Affine tapAt, int total) {
@@ -599,7 +619,8 @@ void lastAxisPassKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal o
   };
   int total = e.f(acc, 0);
   if (taps) {
-    for (int64_t k = 0; k < *taps; ++k) total = addTap(kir::Affine{}.add(*taps, -1, o).add(k, -1, -1), total);
+    for (int64_t k = 0; k < *taps; ++k)
+      total = addTap(kir::Affine{}.add(*taps, -1, o).add(k, -1, -1), total);
   } else {
     b.varWrite(sum, total);
     const int k = d.loop(a.taps);
@@ -620,16 +641,16 @@ void lastAxisPassKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal o
 // One separable pass over axis `a` of a [outer, inLen, inner] view of src
 // into [outer, outLen, inner] of dst (of the accumulator type): each row
 // starts at 0 and adds w * src for the taps whose weight is not 0.
-void passKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal outer, SVal inner,
-                int src, DType srcType, int dst) {
+void passKernel(DispatchBuilder &d, const Plan &p, const Axis &a, SVal outer, SVal inner, int src,
+                DType srcType, int dst) {
   const DType acc = p.acc;
   const SVal rows = d.mul(outer, a.outLen);
   kir::KernelBuilder &b = d.beginKernel(rows, d.mul(inner, a.taps));
   KExpr e{b};
   // Integer results truncate, so their passes keep the interpreter's exact
   // order of operations (a vector loop may contract into fused multiply-adds).
-  const Schedule inside = isFloat(p.type) ? Schedule{Schedule::Kind::Vector, 8}
-                                          : Schedule{Schedule::Kind::Unroll, 4};
+  const Schedule inside =
+      isFloat(p.type) ? Schedule{Schedule::Kind::Vector, 8} : Schedule{Schedule::Kind::Unroll, 4};
   const int r = d.loop(rows, {Schedule::Kind::Parallel, 1});
   const int outLen = d.value(a.outLen);
   const int n = d.constant(outer) == 1 ? e.i64(0) : e.div(I64, e.var(r), outLen);
@@ -692,15 +713,15 @@ void extrapolationKernel(DispatchBuilder &d, const Plan &p, const std::vector<SV
   int rowOutside = e.boolean(false);
   for (int a = 0; a + 1 < rank; ++a)
     if (wanted[size_t(a)])
-      rowOutside = e.lor(rowOutside, e.ne(I64, b.load(d.scratch(p.axis[size_t(a)].outside), {},
-                                                      idx[size_t(a)]),
-                                          e.i64(0)));
+      rowOutside = e.lor(
+          rowOutside,
+          e.ne(I64, b.load(d.scratch(p.axis[size_t(a)].outside), {}, idx[size_t(a)]), e.i64(0)));
   const int j = d.loop(last);
   int outside = rowOutside;
   if (p.axis.back().outside >= 0)
-    outside = e.lor(outside, e.ne(I64, b.load(d.scratch(p.axis.back().outside),
-                                              kir::Affine{}.add(1, -1, j)),
-                                  e.i64(0)));
+    outside = e.lor(
+        outside,
+        e.ne(I64, b.load(d.scratch(p.axis.back().outside), kir::Affine{}.add(1, -1, j)), e.i64(0)));
   b.beginIf(outside);
   kir::Affine at = d.term(last, row);
   at.add(1, -1, j);
@@ -727,16 +748,20 @@ void interpolate(DispatchBuilder &d, Plan &p, const std::vector<SVal> &outDims, 
     const SVal inner = d.product(std::vector<SVal>(cur.begin() + a + 1, cur.end()));
     const bool lastPass = k + 1 == order.size();
     const int dst = lastPass && direct ? d.out(0) : d.scratch(k % 2 == 0 ? bufA : bufB);
-    if (a == p.rank - 1) lastAxisPassKernel(d, p, p.axis[size_t(a)], outer, src, srcType, dst);
-    else passKernel(d, p, p.axis[size_t(a)], outer, inner, src, srcType, dst);
+    if (a == p.rank - 1)
+      lastAxisPassKernel(d, p, p.axis[size_t(a)], outer, src, srcType, dst);
+    else
+      passKernel(d, p, p.axis[size_t(a)], outer, inner, src, srcType, dst);
     cur[size_t(a)] = p.axis[size_t(a)].outLen;
     src = dst;
     srcType = p.acc;
   }
   // No axis to resample (every scale 1): a copy, as the interpreter's
   // round trip through the accumulator type is exact.
-  if (order.empty()) castKernel(d, p, outDims, d.in(0), p.type);
-  else if (!direct) castKernel(d, p, outDims, src, p.acc);
+  if (order.empty())
+    castKernel(d, p, outDims, d.in(0), p.type);
+  else if (!direct)
+    castKernel(d, p, outDims, src, p.acc);
   if (p.form.coord == Coord::TfCropAndResize) extrapolationKernel(d, p, outDims);
 }
 
@@ -806,7 +831,8 @@ Status chooseScalesOrSizes(DispatchBuilder &d, Plan &p) {
   if (p.scales ? !isFloat(d.inputType(2)) : !isInt(d.inputType(3)))
     return makeError(p.scales ? "Resize scales must be a float tensor"
                               : "Resize sizes must be an integer tensor");
-  d.check(d.eq(d.numel(in), n), std::string(p.scales ? "scales" : "sizes") + " has {} values, expected {}",
+  d.check(d.eq(d.numel(in), n),
+          std::string(p.scales ? "scales" : "sizes") + " has {} values, expected {}",
           {d.numel(in), n});
   if (!p.scales) {
     KILN_ASSIGN_OR_RETURN(p.policy, readPolicy(d.node()));
@@ -824,7 +850,7 @@ Status lowerResize(DispatchBuilder &d) {
   if (p.rank < 0) return makeError("Resize needs an input of known rank");
   if (p.type == DType::String) return makeError("Resize of a string tensor");
   p.acc = p.type == DType::F32 || p.type == DType::F16 || p.type == DType::BF16 ? DType::F32
-                                                                                 : DType::F64;
+                                                                                : DType::F64;
   if (p.rank == 0) { // nothing to resize: a copy
     d.setOutput(0, {});
     kir::KernelBuilder &b = d.beginKernel();
@@ -838,8 +864,10 @@ Status lowerResize(DispatchBuilder &d) {
   p.axis.resize(size_t(p.rank));
   for (int a = 0; a < p.rank; ++a) p.axis[size_t(a)].inLen = p.axis[size_t(a)].outLen = d.dim(0, a);
   for (size_t i = 0; i < p.axes.size(); ++i) p.axis[size_t(p.axes[i])].pos = int(i);
-  if (p.scales) lengthsFromScales(d, p);
-  else lengthsFromSizes(d, p);
+  if (p.scales)
+    lengthsFromScales(d, p);
+  else
+    lengthsFromSizes(d, p);
   KILN_RETURN_IF_ERROR(markActiveAxes(d, p));
   if (p.form.coord == Coord::TfCropAndResize) {
     if (!d.input(1)) return makeError("Resize tf_crop_and_resize needs the roi input");
@@ -884,8 +912,10 @@ Status lowerResize(DispatchBuilder &d) {
   }
 
   tapsKernel(d, p);
-  if (p.form.mode == Mode::Nearest) gatherKernel(d, p, outDims, inStrides);
-  else interpolate(d, p, outDims, bufA, bufB);
+  if (p.form.mode == Mode::Nearest)
+    gatherKernel(d, p, outDims, inStrides);
+  else
+    interpolate(d, p, outDims, bufA, bufB);
   return Status::success();
 }
 

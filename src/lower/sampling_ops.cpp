@@ -25,11 +25,16 @@ Status lowerMaxUnpool(DispatchBuilder &d);
 
 LowerFn samplingLowering(OpKind op) {
   switch (op) {
-  case OpKind::Resize: return lowerResize;
-  case OpKind::GridSample: return lowerGridSample;
-  case OpKind::RoiAlign: return lowerRoiAlign;
-  case OpKind::MaxUnpool: return lowerMaxUnpool;
-  default: return nullptr;
+  case OpKind::Resize:
+    return lowerResize;
+  case OpKind::GridSample:
+    return lowerGridSample;
+  case OpKind::RoiAlign:
+    return lowerRoiAlign;
+  case OpKind::MaxUnpool:
+    return lowerMaxUnpool;
+  default:
+    return nullptr;
   }
 }
 
@@ -62,15 +67,23 @@ struct GridForm {
 Expected<GridForm> readGridForm(const Node &node) {
   GridForm f;
   const std::string mode = node.getString("mode");
-  if (mode == "bilinear" || mode == "linear") f.mode = GridMode::Linear;
-  else if (mode == "nearest") f.mode = GridMode::Nearest;
-  else if (mode == "bicubic" || mode == "cubic") f.mode = GridMode::Cubic;
-  else return makeError("GridSample mode '", mode, "' is unknown");
+  if (mode == "bilinear" || mode == "linear")
+    f.mode = GridMode::Linear;
+  else if (mode == "nearest")
+    f.mode = GridMode::Nearest;
+  else if (mode == "bicubic" || mode == "cubic")
+    f.mode = GridMode::Cubic;
+  else
+    return makeError("GridSample mode '", mode, "' is unknown");
   const std::string padding = node.getString("padding_mode");
-  if (padding == "zeros") f.padding = Padding::Zeros;
-  else if (padding == "border") f.padding = Padding::Border;
-  else if (padding == "reflection") f.padding = Padding::Reflection;
-  else return makeError("GridSample padding_mode '", padding, "' is unknown");
+  if (padding == "zeros")
+    f.padding = Padding::Zeros;
+  else if (padding == "border")
+    f.padding = Padding::Border;
+  else if (padding == "reflection")
+    f.padding = Padding::Reflection;
+  else
+    return makeError("GridSample padding_mode '", padding, "' is unknown");
   f.alignCorners = node.getInt("align_corners") != 0;
   return f;
 }
@@ -80,11 +93,11 @@ int reflect(KExpr &e, DType c, int x, int lo, int hi) {
   const int range = e.sub(c, hi, lo);
   const int twice = e.mul(c, e.f(c, 2), range);
   const int mBelow = e.mod(c, e.sub(c, lo, x), twice);
-  const int below = e.sel(c, e.lt(c, mBelow, range), e.add(c, lo, mBelow),
-                          e.sub(c, hi, e.sub(c, mBelow, range)));
+  const int below =
+      e.sel(c, e.lt(c, mBelow, range), e.add(c, lo, mBelow), e.sub(c, hi, e.sub(c, mBelow, range)));
   const int mAbove = e.mod(c, e.sub(c, x, hi), twice);
-  const int above = e.sel(c, e.lt(c, mAbove, range), e.sub(c, hi, mAbove),
-                          e.add(c, lo, e.sub(c, mAbove, range)));
+  const int above =
+      e.sel(c, e.lt(c, mAbove, range), e.sub(c, hi, mAbove), e.add(c, lo, e.sub(c, mAbove, range)));
   const int folded = e.sel(c, e.lt(c, x, lo), below, e.sel(c, e.gt(c, x, hi), above, x));
   return e.sel(c, e.le(c, range, e.f(c, 0)), lo, folded);
 }
@@ -98,9 +111,8 @@ struct GridAxisK {
   // Normalized coordinate -> padded pixel coordinate.
   int source(KExpr &e, int v) const {
     const int one = e.f(c, 1), two = e.f(c, 2);
-    int x = f->alignCorners
-                ? e.mul(c, e.div(c, e.add(c, v, one), two), e.sub(c, lenC, one))
-                : e.div(c, e.sub(c, e.mul(c, e.add(c, v, one), lenC), one), two);
+    int x = f->alignCorners ? e.mul(c, e.div(c, e.add(c, v, one), two), e.sub(c, lenC, one))
+                            : e.div(c, e.sub(c, e.mul(c, e.add(c, v, one), lenC), one), two);
     if (f->mode == GridMode::Nearest) x = e.un(Opcode::Round, c, x); // half to even
     const int out = e.lor(e.lt(c, x, lo), e.gt(c, x, hi));
     int padded = x;
@@ -157,20 +169,21 @@ struct GridAxisK {
     // (distance 0..1): ((a+2)*s - (a+3))*s*s + 1.
     auto far = [&](int s) {
       return e.sub(c,
-                   e.mul(c, e.add(c, e.mul(c, e.sub(c, e.mul(c, k(a), s), e.mul(c, k(5), k(a))), s),
-                                  e.mul(c, k(8), k(a))),
+                   e.mul(c,
+                         e.add(c, e.mul(c, e.sub(c, e.mul(c, k(a), s), e.mul(c, k(5), k(a))), s),
+                               e.mul(c, k(8), k(a))),
                          s),
                    e.mul(c, k(4), k(a)));
     };
     auto nearW = [&](int s) {
       return e.add(
-          c, e.mul(c, e.mul(c, e.sub(c, e.mul(c, e.add(c, k(a), k(2)), s), e.add(c, k(a), k(3))), s),
-                   s),
+          c,
+          e.mul(c, e.mul(c, e.sub(c, e.mul(c, e.add(c, k(a), k(2)), s), e.add(c, k(a), k(3))), s),
+                s),
           one);
     };
     const int oneMinusT = e.sub(c, one, t);
-    const int w4[4] = {far(e.add(c, t, one)), nearW(t), nearW(oneMinusT),
-                       far(e.sub(c, k(2), t))};
+    const int w4[4] = {far(e.add(c, t, one)), nearW(t), nearW(oneMinusT), far(e.sub(c, k(2), t))};
     for (int q = 0; q < 4; ++q) add(e.add(I64, i0, e.i64(q - 1)), w4[q]);
   }
 };
@@ -235,12 +248,12 @@ Status lowerGridSample(DispatchBuilder &d) {
     ax.hi = f.alignCorners ? e.sub(c, ax.lenC, e.f(c, 1)) : e.sub(c, ax.lenC, e.f(c, 0.5));
   }
   const int row = d.loop(rows, {Schedule::Kind::Parallel, 1});
-  const int batch = d.constant(rowsPerBatch) == 1 ? e.var(row)
-                                                   : e.div(I64, e.var(row), d.value(rowsPerBatch));
+  const int batch =
+      d.constant(rowsPerBatch) == 1 ? e.var(row) : e.div(I64, e.var(row), d.value(rowsPerBatch));
   const int inRow = e.sub(I64, e.var(row), e.mul(I64, batch, d.value(rowsPerBatch)));
   const int nc = e.mul(I64, batch, d.value(channels));
-  const int outBase = e.add(I64, e.mul(I64, nc, d.value(outPlane)),
-                            e.mul(I64, inRow, d.value(lastLen)));
+  const int outBase =
+      e.add(I64, e.mul(I64, nc, d.value(outPlane)), e.mul(I64, inRow, d.value(lastLen)));
   const int inBase = e.mul(I64, nc, d.value(inPlane));
   const int w = d.loop(lastLen);
   // The grid lists coordinates innermost axis first.
@@ -262,10 +275,9 @@ Status lowerGridSample(DispatchBuilder &d) {
       for (size_t k = 0; k < pix[size_t(a)].size(); ++k) {
         const int p = pix[size_t(a)][k];
         const int ok = e.land(cb.valid, e.ge(I64, p, e.i64(0)));
-        next.push_back({ok,
-                        e.add(I64, cb.offset,
-                              e.mul(I64, e.max(I64, p, e.i64(0)), planeStride[size_t(a)])),
-                        e.mul(c, cb.weight, wt[size_t(a)][k])});
+        next.push_back(
+            {ok, e.add(I64, cb.offset, e.mul(I64, e.max(I64, p, e.i64(0)), planeStride[size_t(a)])),
+             e.mul(c, cb.weight, wt[size_t(a)][k])});
       }
     list.swap(next);
   }
@@ -445,9 +457,8 @@ Status lowerRoiAlign(DispatchBuilder &d) {
   const int binH = e.div(c, roiH, e.f(c, double(p.outH)));
   const int binW = e.div(c, roiW, e.f(c, double(p.outW)));
   const int gridH = gridSide(e, p, c, binH), gridW = gridSide(e, p, c, binW);
-  const int samples =
-      e.mul(F64, e.f(F64, double(p.outH * p.outW)),
-            e.mul(F64, e.cast(F64, I64, gridH), e.cast(F64, I64, gridW)));
+  const int samples = e.mul(F64, e.f(F64, double(p.outH * p.outW)),
+                            e.mul(F64, e.cast(F64, I64, gridH), e.cast(F64, I64, gridW)));
   const int gridOk = e.land(e.land(e.ge(I64, gridH, e.i64(0)), e.ge(I64, gridW, e.i64(0))),
                             e.le(F64, samples, e.f(F64, kMaxRoiElements)));
   d.raise(e.lnot(gridOk), badGrid);
@@ -459,8 +470,8 @@ Status lowerRoiAlign(DispatchBuilder &d) {
     const int count = e.mul(I64, gridH, gridW);
     const int half = e.f(c, 0.5);
     // y[roi, ch, ph, pw] at ((roi * C + ch) * outH + ph) * outW + pw
-    const int outRow = e.mul(I64, e.add(I64, e.mul(I64, e.mul(I64, roi, cs), e.i64(p.outH)), ph),
-                             e.i64(p.outW));
+    const int outRow =
+        e.mul(I64, e.add(I64, e.mul(I64, e.mul(I64, roi, cs), e.i64(p.outH)), ph), e.i64(p.outW));
     const int pw = b.beginLoop(kir::Affine::constant(p.outW));
     const int binAt = e.add(I64, outRow, e.var(pw)); // channel 0's output element
     auto chLoop = [&] { return d.loop(channels, {Schedule::Kind::Vector, 8}); };
@@ -473,19 +484,21 @@ Status lowerRoiAlign(DispatchBuilder &d) {
       return openCountedLoop(e, grid);
     };
     auto closeLoop = [&] {
-      if (p.samplingRatio > 0) b.endLoop();
-      else closeCountedLoop(e);
+      if (p.samplingRatio > 0)
+        b.endLoop();
+      else
+        closeCountedLoop(e);
     };
     int ch = chLoop();
     b.store(d.scratch(pooled), outAt(ch), e.f(c, 0), binAt);
     b.endLoop();
     const int iy = coordLoop(gridH);
     // y = y0 + (iy + 0.5) * binH / gridH (x likewise)
-    const int y = e.add(
-        c, y0, e.div(c, e.mul(c, e.add(c, e.cast(c, I64, iy), half), binH), gridHC));
+    const int y =
+        e.add(c, y0, e.div(c, e.mul(c, e.add(c, e.cast(c, I64, iy), half), binH), gridHC));
     const int ix = coordLoop(gridW);
-    const int x = e.add(
-        c, x0, e.div(c, e.mul(c, e.add(c, e.cast(c, I64, ix), half), binW), gridWC));
+    const int x =
+        e.add(c, x0, e.div(c, e.mul(c, e.add(c, e.cast(c, I64, ix), half), binW), gridWC));
     const Sample s = bilinear(e, c, y, x, d.value(height), d.value(width));
     const int first = e.land(e.eq(I64, iy, e.i64(0)), e.eq(I64, ix, e.i64(0)));
     ch = chLoop();
@@ -493,8 +506,8 @@ Status lowerRoiAlign(DispatchBuilder &d) {
       const kir::Affine plane = d.term(d.mul(height, width), ch);
       int terms[4];
       for (int q = 0; q < 4; ++q)
-        terms[q] = e.mul(c, s.w[q],
-                         widen(e, c, xt, b.load(d.in(0), plane, e.add(I64, planes, s.pos[q]))));
+        terms[q] =
+            e.mul(c, s.w[q], widen(e, c, xt, b.load(d.in(0), plane, e.add(I64, planes, s.pos[q]))));
       const int acc = b.load(d.scratch(pooled), outAt(ch), binAt);
       int next;
       if (!p.maxMode) {
@@ -588,7 +601,8 @@ Status lowerMaxUnpool(DispatchBuilder &d) {
   const int i = d.loop(d.numel(0));
   const kir::Affine at = kir::Affine{}.add(1, -1, i);
   const int index = castToIndex(b, d.inputType(1), b.load(d.in(1), at));
-  const int inRange = e.land(e.ge(I64, index, e.i64(0)), e.lt(I64, index, d.value(d.product(from))));
+  const int inRange =
+      e.land(e.ge(I64, index, e.i64(0)), e.lt(I64, index, d.value(d.product(from))));
   d.raise(e.lnot(inRange), badIndex);
   int rest = index, flat = e.i64(0), fits = e.boolean(true);
   SVal stride = d.c(1);

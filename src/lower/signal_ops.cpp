@@ -32,13 +32,20 @@ Status lowerMelWeightMatrix(DispatchBuilder &d);
 
 LowerFn signalLowering(OpKind op) {
   switch (op) {
-  case OpKind::DFT: return lowerDft;
-  case OpKind::STFT: return lowerStft;
-  case OpKind::HannWindow: return lowerHann;
-  case OpKind::HammingWindow: return lowerHamming;
-  case OpKind::BlackmanWindow: return lowerBlackman;
-  case OpKind::MelWeightMatrix: return lowerMelWeightMatrix;
-  default: return nullptr;
+  case OpKind::DFT:
+    return lowerDft;
+  case OpKind::STFT:
+    return lowerStft;
+  case OpKind::HannWindow:
+    return lowerHann;
+  case OpKind::HammingWindow:
+    return lowerHamming;
+  case OpKind::BlackmanWindow:
+    return lowerBlackman;
+  case OpKind::MelWeightMatrix:
+    return lowerMelWeightMatrix;
+  default:
+    return nullptr;
   }
 }
 
@@ -46,8 +53,7 @@ namespace {
 
 // A one-element integer input read by the shape program, with its check.
 Expected<SVal> scalarInt(DispatchBuilder &d, int i, const char *what) {
-  if (!isInt(d.inputType(i)))
-    return makeError(what, " (input ", i, ") must be an integer tensor");
+  if (!isInt(d.inputType(i))) return makeError(what, " (input ", i, ") must be an integer tensor");
   d.check(d.eq(d.numel(i), d.c(1)), std::string(what) + " must have one element, got {}",
           {d.numel(i)});
   return d.elem(i, 0);
@@ -66,8 +72,8 @@ void twiddleKernel(DispatchBuilder &d, SVal n, bool inverse, int table) {
   KExpr e{b};
   const int m = d.loop(n, {Schedule::Kind::Parallel, 1});
   const double c = (inverse ? 1.0 : -1.0) * 2.0 * std::numbers::pi;
-  const int angle = e.div(F64, e.mul(F64, e.f(F64, c), e.cast(F64, I64, e.var(m))),
-                          e.cast(F64, I64, d.value(n)));
+  const int angle =
+      e.div(F64, e.mul(F64, e.f(F64, c), e.cast(F64, I64, e.var(m))), e.cast(F64, I64, d.value(n)));
   b.store(d.scratch(table), kir::Affine{}.add(2, -1, m), e.un(Opcode::Cos, F64, angle));
   b.store(d.scratch(table), kir::Affine{}.add(2, -1, m).add(1, -1, -1),
           e.un(Opcode::Sin, F64, angle));
@@ -78,8 +84,8 @@ void twiddleKernel(DispatchBuilder &d, SVal n, bool inverse, int table) {
 // The complex sum over j < used of value(j) * twiddle[(k * j) mod n] into
 // vars (re, im); `value` appends the loads of term j and returns (re, im).
 template <class Value>
-void dftSum(DispatchBuilder &d, KExpr &e, SVal used, int n, int k, int table, int reVar,
-            int imVar, int indexVar, Value &&value) {
+void dftSum(DispatchBuilder &d, KExpr &e, SVal used, int n, int k, int table, int reVar, int imVar,
+            int indexVar, Value &&value) {
   kir::KernelBuilder &b = e.b;
   b.varWrite(reVar, e.f(F64, 0));
   b.varWrite(imVar, e.f(F64, 0));
@@ -144,7 +150,9 @@ Status lowerDft(DispatchBuilder &d) {
   }
   d.check(d.lt(d.c(0), n), "dft length must be positive, got {}", {n});
   const SVal safeN = d.max(n, d.c(1));
-  const SVal outLength = irfft ? safeN : onesided ? d.add(d.floorDiv(safeN, d.c(2)), d.c(1)) : safeN;
+  const SVal outLength = irfft      ? safeN
+                         : onesided ? d.add(d.floorDiv(safeN, d.c(2)), d.c(1))
+                                    : safeN;
   const int64_t outChannels = irfft ? 1 : 2;
   std::vector<SVal> outDims;
   for (int a = 0; a < rank - 1; ++a)
@@ -172,8 +180,8 @@ Status lowerDft(DispatchBuilder &d) {
   const int imagOffset = e.sub(I64, chans, e.i64(1)); // 0 for a real input: read, then zeroed
   const int complex = e.eq(I64, chans, e.i64(2));
   // x[o, j, i, :] at ((o * inLength + j) * inner + i) * channels
-  const int lineBase = e.mul(I64, e.add(I64, e.mul(I64, e.mul(I64, o, d.value(inLength)), innerV), i),
-                             chans);
+  const int lineBase =
+      e.mul(I64, e.add(I64, e.mul(I64, e.mul(I64, o, d.value(inLength)), innerV), i), chans);
   const int jStride = e.mul(I64, innerV, chans);
   auto load = [&](int j, bool conj) -> std::pair<int, int> {
     const int at = e.add(I64, lineBase, e.mul(I64, j, jStride));
@@ -205,8 +213,9 @@ Status lowerDft(DispatchBuilder &d) {
     im = e.div(F64, im, nf);
   }
   // y[o, k, i, :] at ((o * outLength + k) * inner + i) * outChannels
-  const int outAt = e.mul(I64, e.add(I64, e.mul(I64, e.add(I64, e.mul(I64, o, outLen), k), innerV), i),
-                          e.i64(outChannels));
+  const int outAt =
+      e.mul(I64, e.add(I64, e.mul(I64, e.add(I64, e.mul(I64, o, outLen), k), innerV), i),
+            e.i64(outChannels));
   b.store(d.out(0), {}, e.cast(t, F64, re), outAt);
   if (outChannels == 2) b.store(d.out(0), kir::Affine::constant(1), e.cast(t, F64, im), outAt);
   b.endLoop();
@@ -264,8 +273,8 @@ Status lowerStft(DispatchBuilder &d) {
   const int chans = d.value(channels);
   const int complex = e.eq(I64, chans, e.i64(2));
   // x[b, f * step + j, :] at (b * length + f * step + j) * channels
-  const int start = e.mul(
-      I64, e.add(I64, e.mul(I64, bi, d.value(length)), e.mul(I64, f, d.value(step))), chans);
+  const int start =
+      e.mul(I64, e.add(I64, e.mul(I64, bi, d.value(length)), e.mul(I64, f, d.value(step))), chans);
   dftSum(d, e, safeLength, d.value(safeLength), k, table, reVar, imVar, indexVar,
          [&](int j) -> std::pair<int, int> {
            const int at = e.add(I64, start, e.mul(I64, j, chans));
@@ -307,20 +316,26 @@ Status cosineWindow(DispatchBuilder &d, double a0, double a1, double a2) {
   KExpr e{b};
   const int denom = e.cast(F64, I64, periodic ? d.value(size) : d.value(d.sub(size, d.c(1))));
   const int n = d.loop(size, {Schedule::Kind::Parallel, 1});
-  const int x = e.div(F64, e.mul(F64, e.f(F64, 2.0 * std::numbers::pi), e.cast(F64, I64, e.var(n))),
-                      denom);
-  const int w = e.add(F64, e.sub(F64, e.f(F64, a0), e.mul(F64, e.f(F64, a1), e.un(Opcode::Cos, F64, x))),
-                      e.mul(F64, e.f(F64, a2),
-                            e.un(Opcode::Cos, F64, e.mul(F64, e.f(F64, 2.0), x))));
+  const int x =
+      e.div(F64, e.mul(F64, e.f(F64, 2.0 * std::numbers::pi), e.cast(F64, I64, e.var(n))), denom);
+  const int w =
+      e.add(F64, e.sub(F64, e.f(F64, a0), e.mul(F64, e.f(F64, a1), e.un(Opcode::Cos, F64, x))),
+            e.mul(F64, e.f(F64, a2), e.un(Opcode::Cos, F64, e.mul(F64, e.f(F64, 2.0), x))));
   b.store(d.out(0), kir::Affine{}.add(1, -1, n), e.cast(t, F64, w));
   b.endLoop();
   d.endKernel();
   return Status::success();
 }
 
-Status lowerHann(DispatchBuilder &d) { return cosineWindow(d, 0.5, 0.5, 0.0); }
-Status lowerHamming(DispatchBuilder &d) { return cosineWindow(d, 25.0 / 46.0, 21.0 / 46.0, 0.0); }
-Status lowerBlackman(DispatchBuilder &d) { return cosineWindow(d, 0.42, 0.5, 0.08); }
+Status lowerHann(DispatchBuilder &d) {
+  return cosineWindow(d, 0.5, 0.5, 0.0);
+}
+Status lowerHamming(DispatchBuilder &d) {
+  return cosineWindow(d, 25.0 / 46.0, 21.0 / 46.0, 0.0);
+}
+Status lowerBlackman(DispatchBuilder &d) {
+  return cosineWindow(d, 0.42, 0.5, 0.08);
+}
 
 // ---- MelWeightMatrix ---------------------------------------------------------------
 
@@ -363,11 +378,11 @@ Status lowerMelWeightMatrix(DispatchBuilder &d) {
                  d.land(d.lnot(d.flt(lower, d.cf(0))), d.lnot(d.flt(upper, lower)))),
           "edges must be finite and satisfy 0 <= lower_edge_hertz <= upper_edge_hertz");
   const SVal numBins = d.add(d.floorDiv(d.max(dftLength, d.c(0)), d.c(2)), d.c(1));
-  d.check(d.le(d.mul(numBins, numMel), d.c(int64_t{1} << 31)), "output of {} x {} elements is too large",
-          {numBins, numMel});
+  d.check(d.le(d.mul(numBins, numMel), d.c(int64_t{1} << 31)),
+          "output of {} x {} elements is too large", {numBins, numMel});
   // The bin of the upper edge: floor((dft_length + 1) * hz / sample_rate).
-  const SVal upperBin = d.ffloor(d.fdiv(d.fmul(d.toF(d.add(dftLength, d.c(1))), upper),
-                                        d.toF(d.max(sampleRate, d.c(1)))));
+  const SVal upperBin = d.ffloor(
+      d.fdiv(d.fmul(d.toF(d.add(dftLength, d.c(1))), upper), d.toF(d.max(sampleRate, d.c(1)))));
   d.check(d.land(d.lnot(d.flt(upperBin, d.cf(0))), d.flt(upperBin, d.toF(numBins))),
           "upper_edge_hertz maps past the last DFT bin ({})", {d.sub(numBins, d.c(1))});
   d.setOutput(0, {numBins, numMel}, t);
@@ -413,8 +428,8 @@ Status lowerMelWeightMatrix(DispatchBuilder &d) {
       e.sel(F64, e.land(e.le(I64, left, jv), e.le(I64, jv, center)),
             e.div(F64, f(e.sub(I64, jv, left)), f(e.sub(I64, center, left))), e.f(F64, 0)));
   const int falling = e.land(e.le(I64, center, jv), e.lt(I64, jv, right));
-  const int w = e.sel(F64, falling, e.div(F64, f(e.sub(I64, right, jv)), f(e.sub(I64, right, center))),
-                      rising);
+  const int w = e.sel(F64, falling,
+                      e.div(F64, f(e.sub(I64, right, jv)), f(e.sub(I64, right, center))), rising);
   kir::Affine outAt = d.term(numMel, j);
   outAt.add(1, -1, m);
   b.store(d.out(0), outAt, e.cast(t, F64, w));

@@ -33,7 +33,9 @@ struct Layer {
 int64_t gatesOf(const Layer &l) {
   return std::string(l.op) == "RNN" ? 1 : std::string(l.op) == "GRU" ? 3 : 4;
 }
-int64_t dirsOf(const Layer &l) { return l.direction == "bidirectional" ? 2 : 1; }
+int64_t dirsOf(const Layer &l) {
+  return l.direction == "bidirectional" ? 2 : 1;
+}
 
 std::string shapeText(DType t, const Shape64 &s) {
   std::string out = std::string(dtypeName(t)) + "[";
@@ -79,9 +81,9 @@ std::pair<std::string, std::vector<Tensor>> build(const Layer &l, uint64_t seed)
     outs += std::string(o ? ", " : "") + names[o];
     types += std::string(o ? ", " : "") + std::string(dtypeName(l.dtype)) + "[*]";
   }
-  text << ") -> (" << outs << ") {\n  " << outs << " = " << l.op << "(" << args << ") {"
-       << l.attrs << "direction = \"" << l.direction << "\", hidden_size = " << h
-       << ", layout = " << l.layout << "} : " << types << "\n}";
+  text << ") -> (" << outs << ") {\n  " << outs << " = " << l.op << "(" << args << ") {" << l.attrs
+       << "direction = \"" << l.direction << "\", hidden_size = " << h << ", layout = " << l.layout
+       << "} : " << types << "\n}";
   std::vector<Tensor> tensors;
   for (auto &[name, t] : in) tensors.push_back(t);
   return {text.str(), tensors};
@@ -94,9 +96,9 @@ void check(const Layer &l, uint64_t seed, double tol = 1e-5) {
 }
 
 TEST(LowerRecurrentOps, RnnEveryActivationWithAlphaAndBeta) {
-  const char *const acts[] = {"Relu",        "Tanh", "Sigmoid", "Affine",   "LeakyRelu",
-                              "ThresholdedRelu", "ScaledTanh", "HardSigmoid", "Elu", "Softsign",
-                              "Softplus"};
+  const char *const acts[] = {
+      "Relu",       "Tanh",        "Sigmoid", "Affine",   "LeakyRelu", "ThresholdedRelu",
+      "ScaledTanh", "HardSigmoid", "Elu",     "Softsign", "Softplus"};
   uint64_t seed = 1;
   for (const char *act : acts) {
     SCOPED_TRACE(act);
@@ -139,8 +141,8 @@ TEST(LowerRecurrentOps, GruEveryFormOfLinearBeforeResetDirectionAndLayout) {
   for (int lbr = 0; lbr <= 1; ++lbr)
     for (const char *direction : {"forward", "reverse", "bidirectional"})
       for (int layout = 0; layout <= 1; ++layout) {
-        SCOPED_TRACE(::testing::Message() << "lbr " << lbr << " " << direction << " layout "
-                                          << layout);
+        SCOPED_TRACE(::testing::Message()
+                     << "lbr " << lbr << " " << direction << " layout " << layout);
         Layer l;
         l.op = "GRU";
         l.direction = direction;

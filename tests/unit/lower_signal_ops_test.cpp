@@ -15,7 +15,9 @@ using testing::artifactRunError;
 using testing::expectArtifactMatchesInterpreter;
 using testing::randomTensor;
 
-Tensor scalarI64(int64_t v) { return Tensor::fromVector(std::vector<int64_t>{v}, {1}); }
+Tensor scalarI64(int64_t v) {
+  return Tensor::fromVector(std::vector<int64_t>{v}, {1});
+}
 
 std::string dftModel(const std::string &inType, const std::string &attrs, bool lengthInput,
                      bool axisInput) {
@@ -30,8 +32,10 @@ std::string dftModel(const std::string &inType, const std::string &attrs, bool l
     args += ", %axis";
   }
   return R"(kiln.model opsets {"" = 20}
-graph @g()" + inputs + R"() -> (%y) {
-  %y = DFT()" + args + ") {" + attrs + R"(} : f32[*]
+graph @g()" +
+         inputs + R"() -> (%y) {
+  %y = DFT()" +
+         args + ") {" + attrs + R"(} : f32[*]
 })";
 }
 
@@ -41,11 +45,11 @@ TEST(LowerSignalOps, DftEveryDirectionSideAndAxis) {
   for (int axis : {1, 2, -2})
     for (int inverse = 0; inverse <= 1; ++inverse)
       for (int onesided = 0; onesided <= 1; ++onesided) {
-        SCOPED_TRACE(::testing::Message() << "axis " << axis << " inverse " << inverse
-                                          << " onesided " << onesided);
-        const std::string attrs = "axis = " + std::to_string(axis) + ", inverse = " +
-                                  std::to_string(inverse) + ", onesided = " +
-                                  std::to_string(onesided);
+        SCOPED_TRACE(::testing::Message()
+                     << "axis " << axis << " inverse " << inverse << " onesided " << onesided);
+        const std::string attrs = "axis = " + std::to_string(axis) +
+                                  ", inverse = " + std::to_string(inverse) +
+                                  ", onesided = " + std::to_string(onesided);
         expectArtifactMatchesInterpreter(dftModel("f32[2,5,4,2]", attrs, false, false), {complex},
                                          {1e-4, 1e-5});
         if (!(inverse && onesided))
@@ -59,8 +63,8 @@ TEST(LowerSignalOps, DftLengthPadsOrTruncatesAndAxisComesFromAnInput) {
   for (int64_t n : {3, 6, 9})
     for (int inverse = 0; inverse <= 1; ++inverse)
       for (int onesided = 0; onesided <= 1; ++onesided) {
-        SCOPED_TRACE(::testing::Message() << "n " << n << " inverse " << inverse << " onesided "
-                                          << onesided);
+        SCOPED_TRACE(::testing::Message()
+                     << "n " << n << " inverse " << inverse << " onesided " << onesided);
         const std::string attrs =
             "inverse = " + std::to_string(inverse) + ", onesided = " + std::to_string(onesided);
         expectArtifactMatchesInterpreter(dftModel("f32[3,6,2]", attrs, true, true),
@@ -93,9 +97,9 @@ graph @g(%x: f16[4,6,1]) -> (%y) {
 TEST(LowerSignalOps, DftReportsABadAxisAndLength) {
   const std::string model = dftModel("f32[3,6,2]", "", true, true);
   const Tensor x = randomTensor(DType::F32, {3, 6, 2}, 6);
-  EXPECT_NE(artifactRunError(model, {x, scalarI64(4), Tensor::scalar<int64_t>(2)})
-                .find("out of range"),
-            std::string::npos);
+  EXPECT_NE(
+      artifactRunError(model, {x, scalarI64(4), Tensor::scalar<int64_t>(2)}).find("out of range"),
+      std::string::npos);
   EXPECT_NE(artifactRunError(model, {x, scalarI64(0), Tensor::scalar<int64_t>(1)})
                 .find("must be positive"),
             std::string::npos);
@@ -113,24 +117,24 @@ graph @g(%x: f32[2,20,1], %step: i64[], %w: f32[6]) -> (%y) {
   %y = STFT(%x, %step, %w) )" + attrs + R"( : f32[?,?,?,?]
 })",
                                      {real, Tensor::scalar<int64_t>(3), window}, {1e-4, 1e-5});
-    expectArtifactMatchesInterpreter(R"(kiln.model opsets {"" = 17}
+    expectArtifactMatchesInterpreter(
+        R"(kiln.model opsets {"" = 17}
 graph @g(%x: f32[1,17,2], %step: i64[], %len: i64[]) -> (%y) {
-  %y = STFT(%x, %step, _, %len) )" + attrs + R"( : f32[?,?,?,?]
+  %y = STFT(%x, %step, _, %len) )" +
+            attrs + R"( : f32[?,?,?,?]
 })",
-                                     {complex, Tensor::scalar<int64_t>(4), Tensor::scalar<int64_t>(5)},
-                                     {1e-4, 1e-5});
+        {complex, Tensor::scalar<int64_t>(4), Tensor::scalar<int64_t>(5)}, {1e-4, 1e-5});
   }
   const std::string both = R"(kiln.model opsets {"" = 17}
 graph @g(%x: f32[2,20,1], %step: i64[], %w: f32[6], %len: i64[]) -> (%y) {
   %y = STFT(%x, %step, %w, %len) {onesided = 0} : f32[?,?,?,?]
 })";
-  expectArtifactMatchesInterpreter(both, {real, Tensor::scalar<int64_t>(2), window,
-                                          Tensor::scalar<int64_t>(6)},
-                                   {1e-4, 1e-5});
-  EXPECT_NE(artifactRunError(both, {real, Tensor::scalar<int64_t>(2), window,
-                                    Tensor::scalar<int64_t>(5)})
-                .find("differs from the window length"),
-            std::string::npos);
+  expectArtifactMatchesInterpreter(
+      both, {real, Tensor::scalar<int64_t>(2), window, Tensor::scalar<int64_t>(6)}, {1e-4, 1e-5});
+  EXPECT_NE(
+      artifactRunError(both, {real, Tensor::scalar<int64_t>(2), window, Tensor::scalar<int64_t>(5)})
+          .find("differs from the window length"),
+      std::string::npos);
 }
 
 TEST(LowerSignalOps, WindowsEveryKindSizeAndOutputType) {
@@ -140,8 +144,9 @@ TEST(LowerSignalOps, WindowsEveryKindSizeAndOutputType) {
         SCOPED_TRACE(::testing::Message() << op << " periodic " << periodic << " type " << type);
         const std::string model = std::string(R"(kiln.model opsets {"" = 17}
 graph @g(%n: i64[]) -> (%y) {
-  %y = )") + op + R"((%n) {periodic = )" + std::to_string(periodic) +
-                                  ", output_datatype = " + code + "} : " + type + R"([?]
+  %y = )") + op + R"((%n) {periodic = )" +
+                                  std::to_string(periodic) + ", output_datatype = " + code +
+                                  "} : " + type + R"([?]
 })";
         for (int64_t n : {0, 1, 2, 10})
           expectArtifactMatchesInterpreter(model, {Tensor::scalar<int64_t>(n)});
@@ -155,9 +160,10 @@ graph @g(%mel: i64[], %n: i64[], %rate: i64[], %lo: f32[], %hi: f32[]) -> (%y) {
 })";
   auto run = [&](int64_t mel, int64_t n, int64_t rate, float lo, float hi) {
     SCOPED_TRACE(::testing::Message() << mel << " " << n << " " << rate << " " << lo << " " << hi);
-    expectArtifactMatchesInterpreter(
-        model, {Tensor::scalar<int64_t>(mel), Tensor::scalar<int64_t>(n),
-                Tensor::scalar<int64_t>(rate), Tensor::scalar<float>(lo), Tensor::scalar<float>(hi)});
+    expectArtifactMatchesInterpreter(model,
+                                     {Tensor::scalar<int64_t>(mel), Tensor::scalar<int64_t>(n),
+                                      Tensor::scalar<int64_t>(rate), Tensor::scalar<float>(lo),
+                                      Tensor::scalar<float>(hi)});
   };
   run(8, 16, 8192, 0, 4096);
   run(10, 64, 16000, 300, 7000);
@@ -179,7 +185,8 @@ graph @g(%x: f32[2,2000,1], %step: i64[], %w: f32[128]) -> (%y) {
   %y = STFT(%x, %step, %w) : f32[?,?,?,?]
 })",
                                    {randomTensor(DType::F32, {2, 2000, 1}, 61),
-                                    Tensor::scalar<int64_t>(64), randomTensor(DType::F32, {128}, 62)},
+                                    Tensor::scalar<int64_t>(64),
+                                    randomTensor(DType::F32, {128}, 62)},
                                    four);
 }
 
