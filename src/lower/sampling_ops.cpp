@@ -188,6 +188,32 @@ struct GridAxisK {
   }
 };
 
+// One combination of taps, one per spatial axis: valid when no tap is a
+// zero tap; its offset in the channel plane and its weight.
+struct Combo {
+  int valid, offset, weight;
+};
+
+// The combinations of the per-axis taps, axis 0 outermost (the
+// interpreter's combineTaps order, weights multiplied in that order).
+std::vector<Combo> combineTaps(KExpr &e, DType c, const std::vector<std::vector<int>> &pix,
+                               const std::vector<std::vector<int>> &wt,
+                               const std::vector<int> &planeStride) {
+  std::vector<Combo> list = {{e.boolean(true), e.i64(0), e.f(c, 1)}};
+  for (size_t a = 0; a < pix.size(); ++a) {
+    std::vector<Combo> next;
+    for (const Combo &cb : list)
+      for (size_t k = 0; k < pix[a].size(); ++k) {
+        const int p = pix[a][k];
+        const int at = e.mul(I64, e.max(I64, p, e.i64(0)), planeStride[a]);
+        next.push_back({e.land(cb.valid, e.ge(I64, p, e.i64(0))), e.add(I64, cb.offset, at),
+                        e.mul(c, cb.weight, wt[a][k])});
+      }
+    list.swap(next);
+  }
+  return list;
+}
+
 // y[n, c, o...] = sum over the tap combinations of the spatial axes of
 // weight * x[n, c, pixel...] (combinations with a zero tap dropped). Rows
 // of output positions (every output dim but the last) run in parallel;
@@ -264,23 +290,7 @@ Status lowerGridSample(DispatchBuilder &d) {
     const int v = widen(e, c, gt, b.load(d.in(1), kir::Affine(gridAt).add(r - 1 - a, -1, -1)));
     axes[size_t(a)].taps(e, axes[size_t(a)].source(e, v), pix[size_t(a)], wt[size_t(a)]);
   }
-  // The combinations, axis 0 outermost (the interpreter's combineTaps order).
-  struct Combo {
-    int valid, offset, weight;
-  };
-  std::vector<Combo> list = {{e.boolean(true), e.i64(0), e.f(c, 1)}};
-  for (int a = 0; a < r; ++a) {
-    std::vector<Combo> next;
-    for (const Combo &cb : list)
-      for (size_t k = 0; k < pix[size_t(a)].size(); ++k) {
-        const int p = pix[size_t(a)][k];
-        const int ok = e.land(cb.valid, e.ge(I64, p, e.i64(0)));
-        next.push_back(
-            {ok, e.add(I64, cb.offset, e.mul(I64, e.max(I64, p, e.i64(0)), planeStride[size_t(a)])),
-             e.mul(c, cb.weight, wt[size_t(a)][k])});
-      }
-    list.swap(next);
-  }
+  const std::vector<Combo> list = combineTaps(e, c, pix, wt, planeStride);
   const int ch = d.loop(channels);
   kir::Affine planeAt = d.term(inPlane, ch);
   int sum = e.f(c, 0);
@@ -398,6 +408,50 @@ Sample bilinear(KExpr &e, DType c, int y, int x, int height, int width) {
                 {weight(hy, hx), weight(hy, lx), weight(ly, hx), weight(ly, lx)}};
 }
 
+// One roi's sampling geometry in the compute type (the interpreter's
+// roiSamples): where its bins start, their size and sampling grid.
+struct RoiGeometry {
+  int startH, startW, binH, binW; // c
+  int gridH, gridW;               // i64
+  int ok;                         // bool: a valid batch index, finite, a grid within limits
+};
+
+RoiGeometry roiGeometry(DispatchBuilder &d, KExpr &e, const RoiForm &p, DType c, int roi, int bi,
+                        int badBatch, int badRoi, int badGrid) {
+  kir::KernelBuilder &b = e.b;
+  const int batchOk = e.land(e.ge(I64, bi, e.i64(0)), e.lt(I64, bi, d.value(d.dim(0, 0))));
+  d.raise(e.lnot(batchOk), badBatch);
+  int v[4];
+  int finite = e.boolean(true);
+  for (int k = 0; k < 4; ++k) {
+    v[k] = widen(e, c, d.inputType(1),
+                 b.load(d.in(1), kir::Affine::constant(k), e.mul(I64, roi, e.i64(4))));
+    finite = e.land(finite, e.lt(c, e.un(Opcode::Abs, c, v[k]), e.f(c, INFINITY)));
+  }
+  d.raise(e.lnot(finite), badRoi);
+  RoiGeometry g;
+  const int scale = e.f(c, p.spatialScale), offset = e.f(c, p.halfPixel ? 0.5 : 0.0);
+  g.startW = e.sub(c, e.mul(c, v[0], scale), offset);
+  g.startH = e.sub(c, e.mul(c, v[1], scale), offset);
+  int roiW = e.sub(c, e.sub(c, e.mul(c, v[2], scale), offset), g.startW);
+  int roiH = e.sub(c, e.sub(c, e.mul(c, v[3], scale), offset), g.startH);
+  if (!p.halfPixel) { // the legacy mode forces malformed rois to 1x1
+    roiW = e.max(c, roiW, e.f(c, 1));
+    roiH = e.max(c, roiH, e.f(c, 1));
+  }
+  g.binH = e.div(c, roiH, e.f(c, double(p.outH)));
+  g.binW = e.div(c, roiW, e.f(c, double(p.outW)));
+  g.gridH = gridSide(e, p, c, g.binH);
+  g.gridW = gridSide(e, p, c, g.binW);
+  const int samples = e.mul(F64, e.f(F64, double(p.outH * p.outW)),
+                            e.mul(F64, e.cast(F64, I64, g.gridH), e.cast(F64, I64, g.gridW)));
+  const int gridOk = e.land(e.land(e.ge(I64, g.gridH, e.i64(0)), e.ge(I64, g.gridW, e.i64(0))),
+                            e.le(F64, samples, e.f(F64, kMaxRoiElements)));
+  d.raise(e.lnot(gridOk), badGrid);
+  g.ok = e.land(e.land(batchOk, finite), gridOk);
+  return g;
+}
+
 // Rows of bins, (roi, ph), in parallel: each computes its roi's geometry,
 // then per bin the samples of its sampling grid, each sample once for all
 // channels (the innermost loop), pooled by average or max per channel in
@@ -406,12 +460,13 @@ Status lowerRoiAlign(DispatchBuilder &d) {
   KILN_ASSIGN_OR_RETURN(RoiForm p, readRoiForm(d.node()));
   if (d.inputRank(0) != 4) return makeError("RoiAlign needs an X of rank 4");
   if (d.inputRank(1) != 2) return makeError("RoiAlign rois must have rank 2");
-  const DType xt = d.inputType(0), rt = d.inputType(1), it = d.inputType(2);
-  if (!isFloat(xt) || !isFloat(rt)) return makeError("RoiAlign X and rois must be float tensors");
+  const DType xt = d.inputType(0), it = d.inputType(2);
+  if (!isFloat(xt) || !isFloat(d.inputType(1)))
+    return makeError("RoiAlign X and rois must be float tensors");
   if (!isInt(it)) return makeError("RoiAlign batch_indices must be an integer tensor");
   const DType c = xt == DType::F64 ? F64 : DType::F32;
 
-  const SVal numRois = d.dim(1, 0), batch = d.dim(0, 0), channels = d.dim(0, 1);
+  const SVal numRois = d.dim(1, 0), channels = d.dim(0, 1);
   const SVal height = d.dim(0, 2), width = d.dim(0, 3);
   d.check(d.eq(d.dim(1, 1), d.c(4)), "rois must have shape [num_rois, 4]");
   if (d.inputRank(2) != 1) return makeError("RoiAlign batch_indices must have rank 1");
@@ -436,33 +491,10 @@ Status lowerRoiAlign(DispatchBuilder &d) {
   const int roi = e.div(I64, e.var(pr), e.i64(p.outH));
   const int ph = e.sub(I64, e.var(pr), e.mul(I64, roi, e.i64(p.outH)));
   const int bi = castToIndex(b, it, b.load(d.in(2), {}, roi));
-  const int batchOk = e.land(e.ge(I64, bi, e.i64(0)), e.lt(I64, bi, d.value(batch)));
-  d.raise(e.lnot(batchOk), badBatch);
-  int v[4];
-  int finite = e.boolean(true);
-  for (int k = 0; k < 4; ++k) {
-    v[k] = widen(e, c, rt, b.load(d.in(1), kir::Affine::constant(k), e.mul(I64, roi, e.i64(4))));
-    finite = e.land(finite, e.lt(c, e.un(Opcode::Abs, c, v[k]), e.f(c, INFINITY)));
-  }
-  d.raise(e.lnot(finite), badRoi);
-  const int scale = e.f(c, p.spatialScale), offset = e.f(c, p.halfPixel ? 0.5 : 0.0);
-  const int startW = e.sub(c, e.mul(c, v[0], scale), offset);
-  const int startH = e.sub(c, e.mul(c, v[1], scale), offset);
-  int roiW = e.sub(c, e.sub(c, e.mul(c, v[2], scale), offset), startW);
-  int roiH = e.sub(c, e.sub(c, e.mul(c, v[3], scale), offset), startH);
-  if (!p.halfPixel) { // the legacy mode forces malformed rois to 1x1
-    roiW = e.max(c, roiW, e.f(c, 1));
-    roiH = e.max(c, roiH, e.f(c, 1));
-  }
-  const int binH = e.div(c, roiH, e.f(c, double(p.outH)));
-  const int binW = e.div(c, roiW, e.f(c, double(p.outW)));
-  const int gridH = gridSide(e, p, c, binH), gridW = gridSide(e, p, c, binW);
-  const int samples = e.mul(F64, e.f(F64, double(p.outH * p.outW)),
-                            e.mul(F64, e.cast(F64, I64, gridH), e.cast(F64, I64, gridW)));
-  const int gridOk = e.land(e.land(e.ge(I64, gridH, e.i64(0)), e.ge(I64, gridW, e.i64(0))),
-                            e.le(F64, samples, e.f(F64, kMaxRoiElements)));
-  d.raise(e.lnot(gridOk), badGrid);
-  b.beginIf(e.land(e.land(batchOk, finite), gridOk));
+  const RoiGeometry g = roiGeometry(d, e, p, c, roi, bi, badBatch, badRoi, badGrid);
+  const int startH = g.startH, startW = g.startW, binH = g.binH, binW = g.binW;
+  const int gridH = g.gridH, gridW = g.gridW;
+  b.beginIf(g.ok);
   {
     const int hw = e.mul(I64, d.value(height), d.value(width));
     const int planes = e.mul(I64, e.mul(I64, bi, cs), hw); // x[bi, 0]
