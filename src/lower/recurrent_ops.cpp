@@ -375,67 +375,81 @@ void commitState(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, in
   e.b.endLoop();
 }
 
-// One step of the cell for this row; work holds hidden-sized slots.
-void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int acc) {
+// Element j (a loop variable) of hidden-sized slot `slot` of a row's work
+// area, and of a row's state.
+kir::Affine workAt(DispatchBuilder &d, const Layer &l, int64_t slot, int j) {
+  return d.term(l.hidden, -1, slot).add(1, -1, j);
+}
+kir::Affine stateAt(int j) {
+  return kir::Affine{}.add(1, -1, j);
+}
+
+// H = f(X Wi^T + H Ri^T + Wbi + Rbi); work slot 0 holds the next H.
+void rnnStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int acc) {
   kir::KernelBuilder &b = e.b;
   const DType c = l.c;
-  auto workAt = [&](int64_t slot, int j) { return d.term(l.hidden, -1, slot).add(1, -1, j); };
-  auto hAt = [&](int j) { return kir::Affine{}.add(1, -1, j); };
-  if (l.cell == Cell::Rnn) {
-    // H = f(X Wi^T + H Ri^T + Wbi + Rbi)
-    const int j = d.loop(l.hidden);
-    const int v = activate(e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.var(j), acc)));
-    b.store(d.scratch(l.work), workAt(0, j), v, k.work);
-    b.endLoop();
-    commitState(d, e, l, k, 0);
-    return;
+  const int j = d.loop(l.hidden);
+  const int v = activate(e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.var(j), acc)));
+  b.store(d.scratch(l.work), workAt(d, l, 0, j), v, k.work);
+  b.endLoop();
+  commitState(d, e, l, k, 0);
+}
+
+// The GRU equations of the interpreter's GruCell (z, r, then the
+// candidate from r * H or, with linear_before_reset, r * (H Rh^T + Rbh));
+// work slots: 0 z, 1 r, 2 r * H, 3 the next H.
+void gruStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int acc) {
+  kir::KernelBuilder &b = e.b;
+  const DType c = l.c;
+  int j = d.loop(l.hidden);
+  const int z = activate(e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.var(j), acc)));
+  const int r = activate(e, c, k.acts[0],
+                         clipped(e, l, gatePre(d, e, l, k, e.add(I64, k.hiddenV, e.var(j)), acc)));
+  b.store(d.scratch(l.work), workAt(d, l, 0, j), z, k.work);
+  b.store(d.scratch(l.work), workAt(d, l, 1, j), r, k.work);
+  b.store(d.scratch(l.work), workAt(d, l, 2, j),
+          e.mul(c, r, b.load(d.scratch(l.h), stateAt(j), k.state)), k.work);
+  b.endLoop();
+  j = d.loop(l.hidden);
+  const int row = e.add(I64, e.mul(I64, e.i64(2), k.hiddenV), e.var(j));
+  const int xw = b.load(d.scratch(l.xw), {}, e.add(I64, k.xw, row));
+  const int wb = biasPart(d, e, l, k, row, false), rb = biasPart(d, e, l, k, row, true);
+  const int zv = b.load(d.scratch(l.work), workAt(d, l, 0, j), k.work);
+  const int rv = b.load(d.scratch(l.work), workAt(d, l, 1, j), k.work);
+  int pre;
+  if (l.linearBeforeReset) { // xw + r * (H Rh^T + Rbh) + Wbh
+    const int hr = stateDot(d, e, l, k, row, d.scratch(l.h), k.state, acc);
+    pre = e.add(c, e.add(c, xw, e.mul(c, rv, e.add(c, hr, rb))), wb);
+  } else { // xw + (r * H) Rh^T + Wbh + Rbh
+    const int rhOffset = e.add(I64, k.work, e.mul(I64, e.i64(2), k.hiddenV));
+    const int rhr = stateDot(d, e, l, k, row, d.scratch(l.work), rhOffset, acc);
+    pre = e.add(c, e.add(c, e.add(c, xw, rhr), wb), rb);
   }
-  if (l.cell == Cell::Gru) {
-    // slots: 0 z, 1 r, 2 r * H, 3 the next H
-    int j = d.loop(l.hidden);
-    const int z = activate(e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.var(j), acc)));
-    const int r = activate(
-        e, c, k.acts[0], clipped(e, l, gatePre(d, e, l, k, e.add(I64, k.hiddenV, e.var(j)), acc)));
-    b.store(d.scratch(l.work), workAt(0, j), z, k.work);
-    b.store(d.scratch(l.work), workAt(1, j), r, k.work);
-    b.store(d.scratch(l.work), workAt(2, j), e.mul(c, r, b.load(d.scratch(l.h), hAt(j), k.state)),
-            k.work);
-    b.endLoop();
-    j = d.loop(l.hidden);
-    const int row = e.add(I64, e.mul(I64, e.i64(2), k.hiddenV), e.var(j));
-    const int xw = b.load(d.scratch(l.xw), {}, e.add(I64, k.xw, row));
-    const int wb = biasPart(d, e, l, k, row, false), rb = biasPart(d, e, l, k, row, true);
-    const int zv = b.load(d.scratch(l.work), workAt(0, j), k.work);
-    const int rv = b.load(d.scratch(l.work), workAt(1, j), k.work);
-    int pre;
-    if (l.linearBeforeReset) { // xw + r * (H Rh^T + Rbh) + Wbh
-      const int hr = stateDot(d, e, l, k, row, d.scratch(l.h), k.state, acc);
-      pre = e.add(c, e.add(c, xw, e.mul(c, rv, e.add(c, hr, rb))), wb);
-    } else { // xw + (r * H) Rh^T + Wbh + Rbh
-      const int rhOffset = e.add(I64, k.work, e.mul(I64, e.i64(2), k.hiddenV));
-      const int rhr = stateDot(d, e, l, k, row, d.scratch(l.work), rhOffset, acc);
-      pre = e.add(c, e.add(c, e.add(c, xw, rhr), wb), rb);
-    }
-    const int cand = activate(e, c, k.acts[1], clipped(e, l, pre));
-    const int hv = b.load(d.scratch(l.h), hAt(j), k.state);
-    const int next = e.add(c, e.mul(c, e.sub(c, e.f(c, 1), zv), cand), e.mul(c, zv, hv));
-    b.store(d.scratch(l.work), workAt(3, j), next, k.work);
-    b.endLoop();
-    commitState(d, e, l, k, 3);
-    return;
-  }
-  // LSTM: slots 0..3 the gate pre-activations i, o, f, c; 4 the next H.
-  int g = d.loop(l.gh);
-  b.store(d.scratch(l.work), d.term(d.c(1), g), gatePre(d, e, l, k, e.var(g), acc), k.work);
+  const int cand = activate(e, c, k.acts[1], clipped(e, l, pre));
+  const int hv = b.load(d.scratch(l.h), stateAt(j), k.state);
+  const int next = e.add(c, e.mul(c, e.sub(c, e.f(c, 1), zv), cand), e.mul(c, zv, hv));
+  b.store(d.scratch(l.work), workAt(d, l, 3, j), next, k.work);
+  b.endLoop();
+  commitState(d, e, l, k, 3);
+}
+
+// The LSTM equations of the interpreter's LstmCell (peepholes, clip,
+// input_forget); work slots 0..3 the gate pre-activations i, o, f, c, 4
+// the next H.
+void lstmStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int acc) {
+  kir::KernelBuilder &b = e.b;
+  const DType c = l.c;
+  const int g = d.loop(l.gh);
+  b.store(d.scratch(l.work), stateAt(g), gatePre(d, e, l, k, e.var(g), acc), k.work);
   b.endLoop();
   const int j = d.loop(l.hidden);
-  auto pre = [&](int64_t slot) { return b.load(d.scratch(l.work), workAt(slot, j), k.work); };
+  auto pre = [&](int64_t slot) { return b.load(d.scratch(l.work), workAt(d, l, slot, j), k.work); };
   auto peephole = [&](int64_t which) { // P is i, o, f
     if (!present(d, kP)) return e.f(c, 0);
     const int base = e.mul(I64, k.dir, e.mul(I64, e.i64(3), k.hiddenV));
     return loadC(d, e, l, kP, d.term(l.hidden, -1, which).add(1, -1, j), base);
   };
-  const int cOld = b.load(d.scratch(l.state), hAt(j), k.state);
+  const int cOld = b.load(d.scratch(l.state), stateAt(j), k.state);
   const Activation &f = k.acts[0], &gAct = k.acts[1], &hAct = k.acts[2];
   const int ig = activate(e, c, f, clipped(e, l, e.add(c, pre(0), e.mul(c, peephole(0), cOld))));
   const int fg =
@@ -445,10 +459,22 @@ void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int a
   const int cand = activate(e, c, gAct, clipped(e, l, pre(3)));
   const int cell = e.add(c, e.mul(c, fg, cOld), e.mul(c, ig, cand));
   const int og = activate(e, c, f, clipped(e, l, e.add(c, pre(1), e.mul(c, peephole(1), cell))));
-  b.store(d.scratch(l.state), hAt(j), cell, k.state);
-  b.store(d.scratch(l.work), workAt(4, j), e.mul(c, og, activate(e, c, hAct, cell)), k.work);
+  b.store(d.scratch(l.state), stateAt(j), cell, k.state);
+  b.store(d.scratch(l.work), workAt(d, l, 4, j), e.mul(c, og, activate(e, c, hAct, cell)), k.work);
   b.endLoop();
   commitState(d, e, l, k, 4);
+}
+
+// One step of the layer's cell for this row.
+void cellStep(DispatchBuilder &d, KExpr &e, const Layer &l, const RowK &k, int acc) {
+  switch (l.cell) {
+  case Cell::Rnn:
+    return rnnStep(d, e, l, k, acc);
+  case Cell::Gru:
+    return gruStep(d, e, l, k, acc);
+  case Cell::Lstm:
+    return lstmStep(d, e, l, k, acc);
+  }
 }
 
 // Offsets of Y's row (t, dir, b) and of the state (dir, b) as laid out in
