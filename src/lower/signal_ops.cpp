@@ -114,16 +114,26 @@ SVal pick(DispatchBuilder &d, SVal axis, const std::vector<SVal> &values) {
   return out;
 }
 
-Status lowerDft(DispatchBuilder &d) {
+// A DFT's sizes (shape program): lines along the axis are `outer` blocks
+// before it by `inner` positions after it (the last dim excluded).
+struct DftShape {
+  bool inverse = false, onesided = false, irfft = false;
+  SVal channels, inLength, outer, inner;
+  SVal n;         // the DFT length (at least 1; checked positive)
+  SVal outLength; // bins per output line
+  int64_t outChannels = 2;
+};
+
+Expected<DftShape> dftShape(DispatchBuilder &d) {
   const int rank = d.inputRank(0);
-  const DType t = d.inputType(0);
-  if (!isFloat(t)) return makeError("DFT input must be a float tensor");
-  if (rank < 2) return makeError("DFT needs an input of known rank 2 or more");
-  const bool inverse = d.node().getInt("inverse") != 0;
-  const bool onesided = d.node().getInt("onesided") != 0;
-  const bool irfft = inverse && onesided; // the inverse of a one-sided spectrum: real output
+  DftShape s;
+  s.inverse = d.node().getInt("inverse") != 0;
+  s.onesided = d.node().getInt("onesided") != 0;
+  s.irfft = s.inverse && s.onesided; // the inverse of a one-sided spectrum: real output
+  const bool irfft = s.irfft;
   const std::vector<SVal> dims = d.dims(0);
   const SVal channels = dims.back();
+  s.channels = channels;
   d.check(d.lor(d.eq(channels, d.c(1)), d.eq(channels, d.c(2))),
           "input must end in a dim of 1 (real) or 2 (complex), got {}", {channels});
   if (irfft) d.check(d.eq(channels, d.c(2)), "inverse one-sided DFT needs a complex input");
@@ -141,28 +151,41 @@ Status lowerDft(DispatchBuilder &d) {
     outerOf.push_back(d.product(std::vector<SVal>(dims.begin(), dims.begin() + a)));
     innerOf.push_back(d.product(std::vector<SVal>(dims.begin() + a + 1, dims.end() - 1)));
   }
-  const SVal outer = pick(d, resolved, outerOf), inner = pick(d, resolved, innerOf);
+  s.outer = pick(d, resolved, outerOf);
+  s.inner = pick(d, resolved, innerOf);
   const SVal inLength = pick(d, resolved, std::vector<SVal>(dims.begin(), dims.end() - 1));
+  s.inLength = inLength;
 
   SVal n = irfft ? d.mul(d.c(2), d.sub(inLength, d.c(1))) : inLength;
   if (d.input(1)) {
     KILN_ASSIGN_OR_RETURN(n, scalarInt(d, 1, "dft_length"));
   }
   d.check(d.lt(d.c(0), n), "dft length must be positive, got {}", {n});
-  const SVal safeN = d.max(n, d.c(1));
-  const SVal outLength = irfft      ? safeN
-                         : onesided ? d.add(d.floorDiv(safeN, d.c(2)), d.c(1))
-                                    : safeN;
-  const int64_t outChannels = irfft ? 1 : 2;
+  s.n = d.max(n, d.c(1));
+  s.outLength = irfft ? s.n : s.onesided ? d.add(d.floorDiv(s.n, d.c(2)), d.c(1)) : s.n;
+  s.outChannels = irfft ? 1 : 2;
   std::vector<SVal> outDims;
   for (int a = 0; a < rank - 1; ++a)
-    outDims.push_back(d.select(d.eq(resolved, d.c(a)), outLength, dims[size_t(a)]));
-  outDims.push_back(d.c(outChannels));
+    outDims.push_back(d.select(d.eq(resolved, d.c(a)), s.outLength, dims[size_t(a)]));
+  outDims.push_back(d.c(s.outChannels));
   d.setOutput(0, outDims);
+  return s;
+}
+
+// One output bin per parallel iteration: p = (line, k), line = (o, i),
+// each the sum over the line's inputs times the twiddle table.
+Status lowerDft(DispatchBuilder &d) {
+  const DType t = d.inputType(0);
+  if (!isFloat(t)) return makeError("DFT input must be a float tensor");
+  if (d.inputRank(0) < 2) return makeError("DFT needs an input of known rank 2 or more");
+  KILN_ASSIGN_OR_RETURN(DftShape s, dftShape(d));
+  const bool inverse = s.inverse, irfft = s.irfft;
+  const SVal safeN = s.n, outLength = s.outLength, outer = s.outer, inner = s.inner;
+  const SVal inLength = s.inLength, channels = s.channels;
+  const int64_t outChannels = s.outChannels;
   const int table = d.addScratch(F64, d.mul(safeN, d.c(2)));
   twiddleKernel(d, safeN, inverse, table);
 
-  // One output bin per parallel iteration: p = (line, k), line = (o, i).
   const SVal count = d.min(inLength, safeN); // input values that enter the sum
   const SVal used = irfft ? safeN : count;
   const SVal bins = d.mul(d.mul(outer, inner), outLength);
