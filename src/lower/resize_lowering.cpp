@@ -15,7 +15,12 @@
 //      order), accumulating in f32 (f32 and 16-bit floats) or f64 (f64 and
 //      integers) through scratch buffers; then a cast to the output type
 //      when that differs, and for tf_crop_and_resize a kernel that writes
-//      extrapolation_value where any axis falls outside the input.
+//      extrapolation_value where any axis falls outside the input. The
+//      innermost axis's pass gathers per output element (its rows are
+//      contiguous); a resized axis whose scale is a compile-time 1 is not
+//      resampled when that is an identity (markActiveAxes).
+// The kernels never see the scales as doubles (params are integers): they
+// read them from the input buffers instead.
 #include "lower/resize_lowering.h"
 
 #include "lower/kernel_expr.h"
