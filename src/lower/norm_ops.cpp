@@ -192,11 +192,11 @@ Status lowerLayerNorm(DispatchBuilder &d) {
   }
 
   d.setOutput(0, dims);
-  DType stash = dtypeFromOnnx(int(d.node().getInt("stash_type"))).value_or(DType::F32);
-  if (!isFloat(stash)) stash = DType::F32;
+  // The statistics are computed in the accumulator type and stored in the
+  // declared output types (stash_type's, unless a pass widened the node).
   std::vector<SVal> statDims = outer;
   statDims.resize(size_t(rank), d.c(1));
-  for (int i = 1; i < d.node().numOutputs(); ++i) d.setOutput(i, statDims, stash);
+  for (int i = 1; i < d.node().numOutputs(); ++i) d.setOutput(i, statDims);
 
   const DType t = d.inputType(0), acc = floatAccType(t);
   kir::KernelBuilder &b = d.beginKernel(rows, cols);
@@ -237,8 +237,10 @@ Status lowerLayerNorm(DispatchBuilder &d) {
   const BlockStats s =
       normalizeBlock(d, d.term(cols, o), -1, cols, d.node().getFloat("epsilon"), walk, affine);
   const Affine statAt = Affine{}.add(1, -1, o);
-  if (d.node().numOutputs() > 1) b.store(d.out(1), statAt, convert(b, stash, acc, s.mean));
-  if (d.node().numOutputs() > 2) b.store(d.out(2), statAt, convert(b, stash, acc, s.invStd));
+  if (d.node().numOutputs() > 1)
+    b.store(d.out(1), statAt, convert(b, d.outputType(1), acc, s.mean));
+  if (d.node().numOutputs() > 2)
+    b.store(d.out(2), statAt, convert(b, d.outputType(2), acc, s.invStd));
   b.endLoop();
   d.endKernel();
   return Status::success();
