@@ -10,8 +10,13 @@ namespace {
 
 class ArtifactEngine : public Engine {
 public:
-  ArtifactEngine(std::unique_ptr<rt::LoadedModel> model, int threads)
-      : model_(std::move(model)), session_(*model_, threads) {
+  // `graph`: the graph the artifact computes, when known (compiled in this
+  // process); else a stand-in declaring its inputs and outputs is built.
+  ArtifactEngine(std::unique_ptr<rt::LoadedModel> model, int threads,
+                 std::optional<Model> graph = std::nullopt, std::string summary = "")
+      : model_(std::move(model)), session_(*model_, threads), compiled_(std::move(graph)),
+        summary_(std::move(summary)) {
+    if (compiled_) return;
     // A stand-in graph declaring the inputs and outputs (outputs through one
     // node, which reads nothing).
     for (const artifact::TensorInfo &t : model_->manifest().inputs)
@@ -30,8 +35,15 @@ public:
   Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
     return session_.run(std::move(inputs));
   }
-  const Graph &graph() const override { return graph_; }
-  std::string summary() const override { return model_->describe(); }
+  const Graph &graph() const override { return compiled_ ? *compiled_->graph : graph_; }
+  std::string summary() const override { return summary_.empty() ? model_->describe() : summary_; }
+  void setProfiling(bool on) override { session_.setProfiling(on); }
+  std::string profileReport() const override { return session_.profileReport(); }
+  std::string memoryReport() const override {
+    rt::Session::MemoryReport r = session_.memoryReport();
+    return strCat(r.arenaBytes, " bytes planned with buffer reuse (", r.naiveBytes,
+                  " bytes without)");
+  }
 
 private:
   static Type typeOf(const artifact::TensorInfo &t) {
@@ -46,6 +58,8 @@ private:
   }
   std::unique_ptr<rt::LoadedModel> model_;
   rt::Session session_;
+  std::optional<Model> compiled_;
+  std::string summary_;
   Graph graph_;
 };
 
@@ -65,10 +79,13 @@ Expected<std::unique_ptr<Engine>> openArtifactEngine(const std::string &path, in
 }
 
 Expected<std::unique_ptr<Engine>> openArtifactEngineFromMemory(const std::string &bytes,
-                                                               int threads) {
+                                                               int threads,
+                                                               std::optional<Model> graph,
+                                                               std::string summary) {
   auto loaded = rt::LoadedModel::fromMemory(bytes.data(), bytes.size());
   if (loaded.error) return makeError(loaded.error->message);
-  return std::unique_ptr<Engine>(new ArtifactEngine(std::move(loaded.value), threads));
+  return std::unique_ptr<Engine>(new ArtifactEngine(std::move(loaded.value), threads,
+                                                    std::move(graph), std::move(summary)));
 }
 
 } // namespace kiln::cli

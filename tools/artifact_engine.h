@@ -5,6 +5,8 @@
 
 #include "engine.h"
 
+#include <optional>
+
 namespace kiln::cli {
 
 // True when the file at `path` starts with the artifact magic.
@@ -13,8 +15,12 @@ bool isArtifactFile(const std::string &path);
 // Loads the artifact; the engine's graph() only declares its inputs and
 // outputs (for input preparation and output names).
 Expected<std::unique_ptr<Engine>> openArtifactEngine(const std::string &path, int threads);
-// The same for an artifact's bytes (copied).
+// The same for an artifact's bytes (copied). `graph`, when given, is the
+// optimized graph the artifact was compiled from (its outputs name the
+// intermediates that `kiln verify` exposes) and `summary` the compiler's.
 Expected<std::unique_ptr<Engine>> openArtifactEngineFromMemory(const std::string &bytes,
-                                                               int threads);
+                                                               int threads,
+                                                               std::optional<Model> graph = std::nullopt,
+                                                               std::string summary = "");
 
 } // namespace kiln::cli

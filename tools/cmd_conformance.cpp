@@ -48,8 +48,8 @@ options:
   --timeout SECONDS per-case limit (default 120)
   --target T        what to run the cases on: cpu (default; compiled once
                     per case, one thread) or interp
-  --via-artifact    with --target cpu: compile each case to a .kiln artifact
-                    (in memory) and run it with the runtime library
+  --via-artifact    with --target cpu: compile each case to a .kiln file, load
+                    it with the runtime library and run it there
   -v, --verbose     print passing cases too
 )";
 
@@ -89,12 +89,20 @@ std::string runCaseInProcess(const conformance::TestCase &c, const TargetOptions
   if (!model.ok()) return "import: " + model.error().message;
   Expected<std::unique_ptr<Engine>> engine = makeError("no engine");
   if (viaArtifact) {
+    // A .kiln file, opened by the runtime library as an application would.
     package::PackageOptions po;
     po.cpu = target.cpu;
     po.optLevel = target.optLevel;
     auto bytes = package::packageModel(std::move(*model), po);
     if (!bytes.ok()) return "compile: " + bytes.error().message;
-    engine = openArtifactEngineFromMemory(*bytes, target.threads);
+    char path[] = "/tmp/kiln-conformance-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) return std::string("cannot create a temporary file: ") + std::strerror(errno);
+    const bool written = write(fd, bytes->data(), bytes->size()) == ssize_t(bytes->size());
+    close(fd);
+    if (written) engine = openArtifactEngine(path, target.threads);
+    unlink(path);
+    if (!written) return "cannot write the artifact";
     if (!engine.ok()) return "load: " + engine.error().message;
   } else {
     engine = makeEngine(std::move(*model), target);

@@ -57,7 +57,7 @@ options:
   --ort-threads N         intra-op threads of the ort reference (default: ORT's)
 environment:
   KILN_DEBUG_PERTURB=NODE perturb the compiled output of ONNX node NODE
-                          (x -> 1.25x + 0.25), to test verify itself
+                          (x -> x ± (|x|+1)/2, element-dependent), to test verify itself
   KILN_ORT_RUN=FILE       the ort_run.js to use
 )";
 

@@ -4,6 +4,7 @@
 
 #include "backend/cpu/compiler.h"
 #include "interp/interpreter.h"
+#include "package/package.h"
 
 #include <cstdlib>
 
@@ -82,15 +83,27 @@ Expected<TargetOptions> targetOptionsFrom(const Args &args, int defaultThreads) 
   return o;
 }
 
+std::string summaryOf(const cpu::CompileStats &s) {
+  return strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ",
+                s.microkernelSteps, " microkernel calls, ", s.copySteps, " copies, ", s.hostSteps,
+                " host ops; passes ", s.passesMs, " ms, lowering ", s.loweringMs, " ms, codegen ",
+                s.codegenMs, " ms");
+}
+
 Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &options) {
   if (options.target == "interp") return std::unique_ptr<Engine>(new InterpEngine(std::move(model)));
-  cpu::CompileOptions co;
-  co.optLevel = options.optLevel;
-  co.cpu = options.cpu;
-  co.threads = options.threads;
-  co.dumpDir = options.dumpDir;
-  KILN_ASSIGN_OR_RETURN(auto compiled, cpu::CompiledModel::compile(std::move(model), co));
-  return std::unique_ptr<Engine>(new CpuEngine(std::move(compiled)));
+  // The cpu target runs what `kiln compile` would store: the model is
+  // packaged into an artifact in memory and run by the runtime library.
+  package::PackageOptions po;
+  po.optLevel = options.optLevel;
+  po.cpu = options.cpu;
+  po.dumpDir = options.dumpDir;
+  KILN_ASSIGN_OR_RETURN(auto compiled, package::compileForArtifact(std::move(model), po));
+  if (compiled->stats().interpSteps > 0) // transitional, until every op compiles
+    return std::unique_ptr<Engine>(new CpuEngine(std::move(compiled)));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, package::packageCompiled(*compiled, po));
+  const std::string summary = summaryOf(compiled->stats());
+  return openArtifactEngineFromMemory(bytes, options.threads, compiled->releaseModel(), summary);
 }
 
 Expected<std::unique_ptr<Engine>> openEngine(const std::string &path, const TargetOptions &options) {

@@ -28,6 +28,27 @@ bool readsValueB(Op op) {
   }
 }
 
+// How many value operands an opcode reads (a, b, c in order).
+int valueOperands(Op op) {
+  switch (op) {
+  case Op::Const: case Op::ConstF: case Op::Dim: case Op::Numel: case Op::Present: return 0;
+  case Op::Elem: case Op::ElemF: return 1; // b is the value
+  case Op::Not: case Op::FFloor: case Op::FCeil: case Op::ToF: case Op::ToI: return 1;
+  case Op::Select: return 3;
+  default: return 2;
+  }
+}
+double asF(int64_t v) { return std::bit_cast<double>(v); }
+
+const char *opName(Op op) {
+  static const char *const kNames[] = {
+      "const", "constf", "dim", "numel", "present", "elem", "elemf", "add", "sub", "mul",
+      "floordiv", "floormod", "min", "max", "lt", "le", "eq", "ne", "and", "or", "not",
+      "select", "fadd", "fsub", "fmul", "fdiv", "ffloor", "fceil", "flt", "tof", "toi"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
+  return size_t(op) < size_t(Op::Count) ? kNames[size_t(op)] : "?";
+}
+
 } // namespace
 
 DispatchBuilder::DispatchBuilder(const Node &node, std::string name, ConstantLookup constants)
@@ -294,6 +315,33 @@ Expected<LoweredDispatch> DispatchBuilder::finish() {
   out.kernels = std::move(kernels_);
   return out;
 }
+
+std::string printShapeProgram(const runtime::ShapeProgram &p) {
+  std::string out;
+  for (size_t i = 0; i < p.insts.size(); ++i) {
+    const runtime::ShapeProgram::Inst &in = p.insts[i];
+    out += "%" + std::to_string(i) + " = " + opName(in.op);
+    switch (in.op) {
+    case Op::Const: out += " " + std::to_string(in.imm); break;
+    case Op::ConstF: out += " " + std::to_string(asF(in.imm)); break;
+    case Op::Dim: out += " in" + std::to_string(in.a) + "[" + std::to_string(in.b) + "]"; break;
+    case Op::Numel: case Op::Present: out += " in" + std::to_string(in.a); break;
+    case Op::Elem: case Op::ElemF:
+      out += " in" + std::to_string(in.a) + "[%" + std::to_string(in.b) + "]";
+      break;
+    default: {
+      const int32_t operands[] = {in.a, in.b, in.c};
+      for (int k = 0; k < valueOperands(in.op); ++k)
+        out += (k ? ", %" : " %") + std::to_string(operands[k]);
+    }
+    }
+    out += "\n";
+  }
+  for (const runtime::ShapeProgram::Check &c : p.checks)
+    out += "check %" + std::to_string(c.value) + " \"" + c.message + "\"\n";
+  return out;
+}
+
 
 int castToIndex(kir::KernelBuilder &b, DType from, int value) {
   return from == DType::I64 ? value : b.cast(DType::I64, from, value);

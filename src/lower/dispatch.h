@@ -157,6 +157,10 @@ private:
   bool hasStatus_ = false;
 };
 
+// A readable listing of a shape program, one value per line
+// ("%3 = mul %1, %2"), for dumps.
+std::string printShapeProgram(const runtime::ShapeProgram &p);
+
 // The i64 value of an integer index loaded from a buffer of any integer type.
 int castToIndex(kir::KernelBuilder &b, DType from, int value);
 

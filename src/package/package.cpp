@@ -128,9 +128,24 @@ Expected<std::string> linkSharedObject(const std::vector<char> &object) {
 
 } // namespace
 
-Expected<std::string> packageModel(Model model, const PackageOptions &options) {
+Expected<std::unique_ptr<cpu::CompiledModel>> compileForArtifact(Model model,
+                                                                  const PackageOptions &options) {
   if (options.target != "cpu") return makeError("unknown target '", options.target, "' (only cpu)");
   KILN_RETURN_IF_ERROR(pinDims(*model.graph, options.dims));
+  cpu::CompileOptions co;
+  co.optLevel = options.optLevel;
+  co.cpu = options.cpu;
+  co.threads = 1; // the compiler's own pool is not used by the artifact
+  co.exposeIntermediates = options.exposeIntermediates;
+  co.perturbNode = options.perturbNode;
+  co.dumpDir = options.dumpDir;
+  co.passOptions = options.passOptions;
+  return cpu::CompiledModel::compile(std::move(model), co);
+}
+
+Expected<std::string> packageCompiled(const cpu::CompiledModel &compiled,
+                                      const PackageOptions &options) {
+  const Model &model = compiled.model();
   artifact::Manifest m;
   m.kilnVersion = kKilnVersion;
   m.modelName = options.modelName;
@@ -142,29 +157,29 @@ Expected<std::string> packageModel(Model model, const PackageOptions &options) {
   KILN_ASSIGN_OR_RETURN(codegen::CpuTarget target, codegen::cpuTargetFromName(options.cpu));
   m.llvmCpu = target.cpu;
   m.cpuFeatures = neededFeatures(target.features);
-  cpu::CompileOptions co;
-  co.optLevel = options.optLevel;
-  co.cpu = options.cpu;
-  co.threads = 1; // the compiler's own pool is not used by the artifact
-  KILN_ASSIGN_OR_RETURN(auto compiled, cpu::CompiledModel::compile(std::move(model), co));
-  const cpu::CompileStats &st = compiled->stats();
+  const cpu::CompileStats &st = compiled.stats();
   m.steps = st.steps;
   m.generatedKernels = st.generatedKernels;
   m.microkernelSteps = st.microkernelSteps;
   m.copySteps = st.copySteps;
   m.hostSteps = st.hostSteps;
-  m.kernelSymbols = compiled->objectCode().symbols;
+  m.kernelSymbols = compiled.objectCode().symbols;
 
-  KILN_ASSIGN_OR_RETURN(cpu::SavedProgram saved, cpu::saveProgram(compiled->program()));
+  KILN_ASSIGN_OR_RETURN(cpu::SavedProgram saved, cpu::saveProgram(compiled.program()));
   artifact::ContainerWriter writer;
   KILN_RETURN_IF_ERROR(writer.addSection(artifact::SectionKind::Manifest, m.serialize()));
   KILN_RETURN_IF_ERROR(writer.addSection(artifact::SectionKind::Program, std::move(saved.program)));
-  if (!compiled->objectCode().bytes.empty()) {
-    KILN_ASSIGN_OR_RETURN(std::string so, linkSharedObject(compiled->objectCode().bytes));
+  if (!compiled.objectCode().bytes.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::string so, linkSharedObject(compiled.objectCode().bytes));
     KILN_RETURN_IF_ERROR(writer.addSection(artifact::SectionKind::CpuCode, std::move(so)));
   }
   KILN_RETURN_IF_ERROR(writer.addSection(artifact::SectionKind::Weights, std::move(saved.weights)));
   return writer.finish();
+}
+
+Expected<std::string> packageModel(Model model, const PackageOptions &options) {
+  KILN_ASSIGN_OR_RETURN(auto compiled, compileForArtifact(std::move(model), options));
+  return packageCompiled(*compiled, options);
 }
 
 Status compileFile(const std::string &modelPath, const std::string &outPath,

@@ -6,6 +6,7 @@
 // options give identical bytes.
 #pragma once
 
+#include "backend/cpu/compiler.h"
 #include "ir/graph.h"
 #include "support/status.h"
 
@@ -23,9 +24,23 @@ struct PackageOptions {
   // Symbolic dims pinned to sizes (--dim NAME=VALUE); the others stay symbolic.
   std::vector<std::pair<std::string, int64_t>> dims;
   std::string modelName; // recorded in the manifest (compileFile: the file name)
+  // Debugging and verification (cpu::CompileOptions has the details): every
+  // intermediate as an extra output, fault injection at one node, dumps.
+  bool exposeIntermediates = false;
+  std::string perturbNode;
+  std::string dumpDir;
+  PipelineOptions passOptions;
 };
 
-// The artifact's bytes.
+// The compiler half: pins dims, runs the CPU compiler. The result's model()
+// is the optimized graph the artifact computes (its inputs and outputs are
+// the manifest's).
+Expected<std::unique_ptr<cpu::CompiledModel>> compileForArtifact(Model model,
+                                                                  const PackageOptions &options);
+// The artifact's bytes for a compiled model.
+Expected<std::string> packageCompiled(const cpu::CompiledModel &compiled,
+                                      const PackageOptions &options);
+// Both: the artifact's bytes.
 Expected<std::string> packageModel(Model model, const PackageOptions &options);
 
 // Imports the ONNX model at `modelPath` and writes its artifact to `outPath`.

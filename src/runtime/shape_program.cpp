@@ -35,14 +35,6 @@ int64_t wrapAdd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)
 int64_t wrapSub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
 int64_t wrapMul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
 
-const char *opName(Op op) {
-  static const char *const kNames[] = {
-      "const", "constf", "dim", "numel", "present", "elem", "elemf", "add", "sub", "mul",
-      "floordiv", "floormod", "min", "max", "lt", "le", "eq", "ne", "and", "or", "not",
-      "select", "fadd", "fsub", "fmul", "fdiv", "ffloor", "fceil", "flt", "tof", "toi"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
-  return size_t(op) < size_t(Op::Count) ? kNames[size_t(op)] : "?";
-}
 
 } // namespace
 
@@ -175,32 +167,6 @@ Status ShapeProgram::run(const std::vector<const Tensor *> &inputs,
     return makeError(message);
   }
   return Status::success();
-}
-
-std::string printShapeProgram(const ShapeProgram &p) {
-  std::string out;
-  for (size_t i = 0; i < p.insts.size(); ++i) {
-    const ShapeProgram::Inst &in = p.insts[i];
-    out += "%" + std::to_string(i) + " = " + opName(in.op);
-    switch (in.op) {
-    case Op::Const: out += " " + std::to_string(in.imm); break;
-    case Op::ConstF: out += " " + std::to_string(asF(in.imm)); break;
-    case Op::Dim: out += " in" + std::to_string(in.a) + "[" + std::to_string(in.b) + "]"; break;
-    case Op::Numel: case Op::Present: out += " in" + std::to_string(in.a); break;
-    case Op::Elem: case Op::ElemF:
-      out += " in" + std::to_string(in.a) + "[%" + std::to_string(in.b) + "]";
-      break;
-    default: {
-      const int32_t operands[] = {in.a, in.b, in.c};
-      for (int k = 0; k < valueOperands(in.op); ++k)
-        out += (k ? ", %" : " %") + std::to_string(operands[k]);
-    }
-    }
-    out += "\n";
-  }
-  for (const ShapeProgram::Check &c : p.checks)
-    out += "check %" + std::to_string(c.value) + " \"" + c.message + "\"\n";
-  return out;
 }
 
 } // namespace kiln::runtime

@@ -73,7 +73,4 @@ struct ShapeProgram {
   Status run(const std::vector<const Tensor *> &inputs, std::vector<int64_t> &values) const;
 };
 
-// A readable listing, one value per line ("%3 = mul %1, %2"), for dumps.
-std::string printShapeProgram(const ShapeProgram &p);
-
 } // namespace kiln::runtime

@@ -1,5 +1,8 @@
 #include "verify/verify.h"
 
+#include "package/package.h"
+#include "runtime/api/model.h"
+
 #include <chrono>
 #include <filesystem>
 #include <unordered_map>
@@ -87,14 +90,36 @@ Expected<VerifyResult> verifyModel(Model targetModel, Model referenceModel,
   std::unordered_map<std::string, RtValue> pending;
   std::vector<std::string> pendingOrder;
   std::unique_ptr<cpu::CompiledModel> compiled;
+  Model compiledGraph;
   const Graph *targetGraph = targetModel.graph.get();
   auto t0 = Clock::now();
   if (options.target == "cpu") {
-    cpu::CompileOptions co = options.compile;
-    co.exposeIntermediates = layers;
-    KILN_ASSIGN_OR_RETURN(compiled, cpu::CompiledModel::compile(std::move(targetModel), co));
-    targetGraph = compiled->model().graph.get();
-    KILN_ASSIGN_OR_RETURN(std::vector<RtValue> outs, compiled->run(inputs));
+    // What `kiln compile` would store, loaded and run by the runtime.
+    package::PackageOptions po;
+    po.optLevel = options.compile.optLevel;
+    po.cpu = options.compile.cpu;
+    po.perturbNode = options.compile.perturbNode;
+    po.exposeIntermediates = layers;
+    KILN_ASSIGN_OR_RETURN(compiled, package::compileForArtifact(std::move(targetModel), po));
+    std::vector<RtValue> outs;
+    if (compiled->stats().interpSteps > 0) { // transitional, until every op compiles
+      targetGraph = compiled->model().graph.get();
+      KILN_ASSIGN_OR_RETURN(outs, compiled->run(inputs));
+    } else {
+      KILN_ASSIGN_OR_RETURN(std::string bytes, package::packageCompiled(*compiled, po));
+      compiledGraph = compiled->releaseModel();
+      compiled.reset();
+      targetGraph = compiledGraph.graph.get();
+      auto loaded = rt::LoadedModel::fromMemory(bytes.data(), bytes.size());
+      if (loaded.error) return makeError(loaded.error->message);
+      rt::Session session(*loaded.value, options.compile.threads);
+      std::vector<Tensor> tensors;
+      for (const RtValue &v : inputs) {
+        if (!v.isTensor()) return makeError("verify takes tensor inputs only");
+        tensors.push_back(v.tensor);
+      }
+      KILN_ASSIGN_OR_RETURN(outs, session.run(std::move(tensors)));
+    }
     const std::vector<Value *> &names = targetGraph->outputs();
     if (outs.size() < numOutputs || names.size() != outs.size())
       return makeError("the compiled model returned ", outs.size(), " outputs, expected ",

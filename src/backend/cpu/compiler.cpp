@@ -665,21 +665,6 @@ void CompiledModel::setProfiling(bool on) {
   profiling_ = on;
 }
 
-std::string CompiledModel::profileReport() const {
-  std::vector<std::pair<const Step *, double>> order(profile_.begin(), profile_.end());
-  std::sort(order.begin(), order.end(), [](auto &a, auto &b) { return a.second > b.second; });
-  double total = 0;
-  for (const auto &step : main_->steps) {
-    auto it = profile_.find(step.get());
-    if (it != profile_.end()) total += it->second;
-  }
-  std::string out;
-  char line[64];
-  for (const auto &[step, ms] : order) {
-    std::snprintf(line, sizeof line, "%9.3f ms %5.1f%%  ", ms, total > 0 ? 100 * ms / total : 0.0);
-    out += line + step->describe() + "\n";
-  }
-  return out;
-}
+std::string CompiledModel::profileReport() const { return cpu::profileReport(*main_, profile_); }
 
 } // namespace kiln::cpu

@@ -33,7 +33,8 @@ struct CompileOptions {
   bool exposeIntermediates = false;
   // Fault injection for testing verify: the step that computes the ONNX
   // node of this name (alone or fused into a group) gets each float output
-  // element x replaced by x*1.25+0.25 after it runs. Defaults to the
+  // element perturbed (x + s_i*(|x|+1)/2 with a pseudo-random sign per
+  // element: runtime/cpu/program.cpp) after it runs. Defaults to the
   // environment variable KILN_DEBUG_PERTURB; compile fails when no step
   // computes the node.
   std::string perturbNode;
@@ -54,6 +55,8 @@ public:
   Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs);
 
   const Model &model() const { return model_; }
+  // Hands the optimized graph over; the compiled model must not run after.
+  Model releaseModel() { return std::move(model_); }
   const CompileStats &stats() const { return stats_; }
   const Program &program() const { return *main_; }
   // The generated kernels as one relocatable object (empty when the program

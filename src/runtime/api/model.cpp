@@ -132,6 +132,22 @@ std::string LoadedModel::describe() const {
 Session::Session(const LoadedModel &model, int threads)
     : model_(model), pool_(threads), arenas_(cpu::createArenas(model.program())) {}
 
+void Session::setProfiling(bool on) {
+  profile_.clear();
+  profiling_ = on;
+}
+
+std::string Session::profileReport() const { return cpu::profileReport(model_.program(), profile_); }
+
+Session::MemoryReport Session::memoryReport() const {
+  MemoryReport r;
+  for (const cpu::ActivationArena &arena : arenas_) {
+    r.arenaBytes += arena.arenaBytes();
+    r.naiveBytes += arena.naiveBytes();
+  }
+  return r;
+}
+
 Expected<std::vector<RtValue>> Session::run(std::vector<RtValue> inputs) {
   std::vector<RtValue> outputs;
   if (auto error = runChecked(std::move(inputs), outputs)) return makeError(error->message);
@@ -206,7 +222,7 @@ std::optional<RtError> Session::runChecked(std::vector<RtValue> inputs,
   cpu::Frame frame;
   frame.slots.resize(main.numSlots);
   for (size_t i = 0; i < inputs.size(); ++i) frame.slots[main.inputSlots[i]] = std::move(inputs[i]);
-  cpu::ExecContext ctx{&pool_, nullptr, &arenas_, nullptr};
+  cpu::ExecContext ctx{&pool_, nullptr, &arenas_, profiling_ ? &profile_ : nullptr};
   Expected<std::vector<RtValue>> out = makeError("not run");
   try {
     out = main.run(frame, ctx);

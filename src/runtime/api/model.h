@@ -71,10 +71,23 @@ public:
   // Like run(), with errors classified for the C API.
   std::optional<RtError> runChecked(std::vector<RtValue> inputs, std::vector<RtValue> &outputs);
 
+  // Per-step wall times of the runs while profiling is on (`kiln bench
+  // --profile`); switching it on clears them.
+  void setProfiling(bool on);
+  std::string profileReport() const;
+  // Activation memory of the current plans (after a run), summed over the
+  // program and its branches: the arenas with reuse, and without.
+  struct MemoryReport {
+    int64_t arenaBytes = 0, naiveBytes = 0;
+  };
+  MemoryReport memoryReport() const;
+
 private:
   const LoadedModel &model_;
   runtime::ThreadPool pool_;
   std::vector<cpu::ActivationArena> arenas_;
+  bool profiling_ = false;
+  std::unordered_map<const cpu::Step *, double> profile_;
 };
 
 } // namespace kiln::rt

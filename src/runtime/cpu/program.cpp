@@ -1,6 +1,9 @@
 #include "runtime/cpu/program.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <new>
 #include <stdexcept>
 #include <unordered_set>
@@ -9,15 +12,24 @@ namespace kiln::cpu {
 
 namespace {
 
-// x -> x*1.25 + 0.25 on every float output (a copy: outputs may share
-// their input's buffer).
+// Fault injection: element i of every float output becomes
+// x + s_i * (|x| + 1) / 2 with a pseudo-random sign s_i per element (a copy:
+// outputs may share their input's buffer). Element-dependent and not
+// affine, so no later normalization (a LayerNorm removes any per-row
+// x*a + b) can hide it from `kiln verify --bisect`.
 void perturb(Frame &frame, const std::vector<int> &slots) {
   for (int slot : slots) {
     if (slot < 0 || !frame.slots[slot].isTensor()) continue;
     const Tensor &t = frame.slots[slot].tensor;
     if (!t.defined() || t.dtype() != DType::F32) continue;
     Tensor copy = t.clone();
-    for (float &x : copy.span<float>()) x = x * 1.25f + 0.25f;
+    std::span<float> v = copy.span<float>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
+      h ^= h >> 31;
+      const float sign = (h >> 7) & 1 ? 1.0f : -1.0f;
+      v[i] += sign * 0.5f * (std::fabs(v[i]) + 1.0f);
+    }
     frame.slots[slot] = RtValue(std::move(copy));
   }
 }
@@ -112,6 +124,24 @@ std::vector<ActivationArena> createArenas(const Program &main) {
   std::vector<ActivationArena> arenas(programs.size());
   for (const Program *p : programs) arenas[p->id].configure(p->lifetimes);
   return arenas;
+}
+
+std::string profileReport(const Program &main,
+                          const std::unordered_map<const Step *, double> &profile_) {
+  std::vector<std::pair<const Step *, double>> order(profile_.begin(), profile_.end());
+  std::sort(order.begin(), order.end(), [](auto &a, auto &b) { return a.second > b.second; });
+  double total = 0;
+  for (const auto &step : main.steps) {
+    auto it = profile_.find(step.get());
+    if (it != profile_.end()) total += it->second;
+  }
+  std::string out;
+  char line[64];
+  for (const auto &[step, ms] : order) {
+    std::snprintf(line, sizeof line, "%9.3f ms %5.1f%%  ", ms, total > 0 ? 100 * ms / total : 0.0);
+    out += line + step->describe() + "\n";
+  }
+  return out;
 }
 
 } // namespace kiln::cpu

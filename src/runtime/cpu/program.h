@@ -149,6 +149,11 @@ namespace kiln::cpu {
 
 // Programs reachable from `main` (main first), in the order of their ids.
 std::vector<const Program *> allPrograms(const Program &main);
+// One line per step (If branches included) with its accumulated time from
+// `profile` (ExecContext::profile), slowest first; an If's time includes
+// its branch's steps.
+std::string profileReport(const Program &main,
+                          const std::unordered_map<const Step *, double> &profile);
 // Fresh activation arenas for every program of a model (one session's).
 std::vector<ActivationArena> createArenas(const Program &main);
 

@@ -55,6 +55,7 @@ void saveValue(const RtValue &v, Saver &s) {
 // stored.
 void saveStepOf(const Step &step, Saver &s) {
   saveStepBody(step, s);
+  s(step.perturbOutputs);
   const Step *general = step.generalVariant.get();
   const bool storable = general && general->kind() != StepKind::Interp;
   s(storable);
@@ -168,9 +169,10 @@ RtValue loadValue(Loader &l, int depth) {
 
 std::unique_ptr<Step> loadStep(Loader &l, int depth) {
   std::unique_ptr<Step> step = loadStepBody(l, depth);
-  bool hasGeneral = false;
-  l(hasGeneral);
+  bool perturb = false, hasGeneral = false;
+  l(perturb, hasGeneral);
   if (!step || !l.ok()) return nullptr;
+  step->perturbOutputs = perturb;
   if (hasGeneral) {
     if (depth >= kMaxDepth) {
       l.fail("steps nested too deeply");
