@@ -161,5 +161,24 @@ graph @g(%m: i64[], %k: f32[]) -> (%total) {
     expectArtifactMatchesInterpreterValues(model, {i64(m), RtValue(Tensor::scalar<float>(1.5f))});
 }
 
+
+// The carried value is a view (Reshape) of the buffer the body's arena
+// gives Transpose's output: the next iteration's Transpose reads it and
+// must not be handed the same buffer to write.
+TEST(LoopSteps, ACarriedViewOfTheBodysArenaIsNotOverwritten) {
+  const char *model = R"(kiln.model opsets {"" = 16}
+graph @g(%m: i64[], %y0: f32[3,2]) -> (%y) {
+  %t = Constant() {value = dense<bool[]> [true]} : bool[]
+  %y = Loop(%m, %t, %y0) {body = graph @body(%i: i64[], %c: bool[], %yin: f32[3,2]) -> (%c, %yout) {
+    %shape = Constant() {value = dense<i64[2]> [3, 2]} : i64[2]
+    %tr = Transpose(%yin) {perm = [1, 0]} : f32[2,3]
+    %yout = Reshape(%tr, %shape) : f32[3,2]
+  }} : f32[3,2]
+})";
+  for (int64_t m : {1, 2, 5})
+    expectArtifactMatchesInterpreterValues(model,
+                                           {i64(m), RtValue(randomTensor(DType::F32, {3, 2}, 12))});
+}
+
 } // namespace
 } // namespace kiln

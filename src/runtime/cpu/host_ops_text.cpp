@@ -213,17 +213,19 @@ std::string changeCase(std::string s, CaseChange change) {
 
 // ---- TfIdfVectorizer ---------------------------------------------------------------------
 
-// The n-grams of the pool (int64 values or strings), each mapped to the
-// output coordinate it counts into.
-template <class Token> using NgramPool = std::map<std::vector<Token>, int64_t>;
+// Tokens are strings; an int64 token is its 8 bytes, so one matcher
+// serves both pools (only equality matters to it).
+using Token = std::string;
+using NgramPool = std::map<std::vector<Token>, int64_t>; // n-gram -> output coordinate
+
+Token intToken(int64_t v) { return Token(reinterpret_cast<const char *>(&v), sizeof v); }
 
 // The pool holds the 1-grams from ngramCounts[0], the 2-grams from
 // ngramCounts[1], and so on; n-grams are numbered in pool order and
 // ngramIndexes maps that number to an output coordinate. Only lengths in
 // [minGramLength, maxGramLength] are kept (others can never match).
-template <class Token>
-Expected<NgramPool<Token>> buildPool(const TfIdfParams &p, const std::vector<Token> &pool) {
-  NgramPool<Token> result;
+Expected<NgramPool> buildPool(const TfIdfParams &p, const std::vector<Token> &pool) {
+  NgramPool result;
   const int64_t poolSize = static_cast<int64_t>(pool.size());
   int64_t id = 0;
   for (size_t level = 0; level < p.ngramCounts.size(); ++level) {
@@ -247,9 +249,8 @@ Expected<NgramPool<Token>> buildPool(const TfIdfParams &p, const std::vector<Tok
 // Counts, for one row of tokens, every n-gram of the pool: n consecutive
 // tokens taken `distance` apart, for distances 1 .. maxSkipCount + 1
 // (1-grams once, since skipping does not change them).
-template <class Token>
-void countRow(const TfIdfParams &p, const NgramPool<Token> &pool, const Token *row,
-              int64_t length, float *counts) {
+void countRow(const TfIdfParams &p, const NgramPool &pool, const Token *row, int64_t length,
+              float *counts) {
   std::vector<Token> key;
   // Only n-grams that fit in the row, so no bound below overflows.
   const int64_t lastGram = std::min(p.maxGramLength, length);
@@ -264,16 +265,6 @@ void countRow(const TfIdfParams &p, const NgramPool<Token> &pool, const Token *r
         if (it != pool.end()) counts[it->second] += 1.0f;
       }
   }
-}
-
-template <class Token>
-Status vectorize(const TfIdfParams &p, const std::vector<Token> &pool,
-                 const std::vector<Token> &tokens, int64_t rows, int64_t length, Tensor &out) {
-  KILN_ASSIGN_OR_RETURN(NgramPool<Token> ngrams, buildPool(p, pool));
-  const int64_t size = out.dim(out.rank() - 1);
-  for (int64_t r = 0; r < rows; ++r)
-    countRow(p, ngrams, tokens.data() + r * length, length, out.data<float>() + r * size);
-  return Status::success();
 }
 
 // TF: counts; IDF: the weight where counted; TFIDF: counts times the
@@ -344,14 +335,14 @@ Expected<Tensor> tfIdfVectorizer(const Tensor &x, const TfIdfParams &p) {
   const int64_t rows = x.rank() == 2 ? x.dim(0) : 1, length = x.dim(x.rank() - 1);
   KILN_ASSIGN_OR_RETURN(Tensor out,
                         newTensor(DType::F32, x.rank() == 2 ? Shape64{rows, size} : Shape64{size}));
-  if (stringPool) {
-    std::vector<std::string> tokens(x.span<std::string>().begin(), x.span<std::string>().end());
-    KILN_RETURN_IF_ERROR(vectorize(p, p.poolStrings, tokens, rows, length, out));
-  } else {
-    std::vector<int64_t> tokens(x.numel());
-    for (int64_t i = 0; i < x.numel(); ++i) tokens[i] = x.getInt(i);
-    KILN_RETURN_IF_ERROR(vectorize(p, p.poolInt64s, tokens, rows, length, out));
-  }
+  std::vector<Token> pool = p.poolStrings, tokens; // (poolStrings is empty for ints)
+  if (!stringPool)
+    for (int64_t v : p.poolInt64s) pool.push_back(intToken(v));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    tokens.push_back(stringPool ? x.data<std::string>()[i] : intToken(x.getInt(i)));
+  KILN_ASSIGN_OR_RETURN(NgramPool ngrams, buildPool(p, pool));
+  for (int64_t r = 0; r < rows; ++r)
+    countRow(p, ngrams, tokens.data() + r * length, length, out.data<float>() + r * size);
   KILN_RETURN_IF_ERROR(applyWeighting(p, out));
   return out;
 }
