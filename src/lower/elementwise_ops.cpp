@@ -46,6 +46,9 @@ bool isLowerableDType(DType t) {
   case DType::F32: case DType::F64: case DType::I8: case DType::U8: case DType::I16:
   case DType::U16: case DType::I32: case DType::U32: case DType::I64: case DType::U64:
   case DType::Bool:
+  // 16-bit floats are storage types of the Kernel IR: each op computes in
+  // f32 and rounds to the type, which is ONNX's per-op f16 arithmetic.
+  case DType::F16: case DType::BF16:
     return true;
   default:
     return false;

@@ -40,6 +40,11 @@ LowerFn reduceLowering(OpKind op);
 LowerFn normLowering(OpKind op);
 // conv_ops.cpp: convolution, transposed convolution, pooling and matrix products in every form.
 LowerFn convLowering(OpKind op);
+// A Fused node of kind "conv" or "matmul" (fuse-epilogues): the Conv or
+// MatMul that opens its region, then the region's elementwise epilogue on
+// each finished output row. Not in convLowering's table: Fused nodes are
+// routed by kind.
+Status lowerFusedConvOrMatMul(DispatchBuilder &d);
 // elementwise_dispatch.cpp: elementwise ops and fused elementwise groups with full broadcasting.
 LowerFn elementwiseLowering(OpKind op);
 // quant_ops.cpp: quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, integer and QLinear products.

@@ -21,6 +21,7 @@ std::unique_ptr<Pass> createRecognizeHardSwishPass();
 std::unique_ptr<Pass> createRecognizeSoftmaxPass();
 std::unique_ptr<Pass> createFuseEpiloguesPass();
 std::unique_ptr<Pass> createFuseElementwisePass();
+std::unique_ptr<Pass> createLegalizePrecisionPass();
 
 namespace {
 
@@ -40,6 +41,7 @@ const std::vector<PassFactory> &registry() {
       createRecognizeSoftmaxPass,
       createFuseEpiloguesPass,
       createFuseElementwisePass,
+      createLegalizePrecisionPass,
   };
   return factories;
 }

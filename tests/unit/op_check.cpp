@@ -17,19 +17,24 @@ Tensor randomTensor(DType dtype, const Shape64 &shape, uint64_t seed, double lo,
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(lo, hi);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == DType::Bool) t.setInt(i, rng() & 1);
-    else if (isFloat(dtype)) t.setDouble(i, u(rng));
-    else t.setInt(i, static_cast<int64_t>(std::floor(u(rng))));
+    if (dtype == DType::Bool)
+      t.setInt(i, rng() & 1);
+    else if (isFloat(dtype))
+      t.setDouble(i, u(rng));
+    else
+      t.setInt(i, static_cast<int64_t>(std::floor(u(rng))));
   }
   return t;
 }
 
 namespace {
 
-Expected<std::string> compileToBytes(const std::string &model, int optLevel) {
+Expected<std::string> compileToBytes(const std::string &model, int optLevel,
+                                     bool copySteps = true) {
   KILN_ASSIGN_OR_RETURN(Model m, parseModel(model, "test.kir"));
   package::PackageOptions po;
   po.optLevel = optLevel;
+  po.copySteps = copySteps;
   return package::packageModel(std::move(m), po);
 }
 
@@ -62,7 +67,7 @@ void compareTensors(const Tensor &got, const Tensor &want, const OpCheckOptions 
 
 void expectArtifactMatchesInterpreter(const std::string &model, const std::vector<Tensor> &inputs,
                                       const OpCheckOptions &options) {
-  auto bytes = compileToBytes(model, options.optLevel);
+  auto bytes = compileToBytes(model, options.optLevel, options.copySteps);
   ASSERT_TRUE(bytes.ok()) << bytes.error().message;
   auto loaded = rt::LoadedModel::fromMemory(bytes->data(), bytes->size());
   ASSERT_FALSE(loaded.error) << loaded.error->message;
@@ -87,6 +92,22 @@ void expectArtifactMatchesInterpreter(const std::string &model, const std::vecto
 std::string artifactCompileError(const std::string &model) {
   auto bytes = compileToBytes(model, 3);
   return bytes.ok() ? "" : bytes.error().message;
+}
+
+std::string artifactRunError(const std::string &model, const std::vector<Tensor> &inputs) {
+  auto bytes = compileToBytes(model, 3);
+  if (!bytes.ok()) {
+    ADD_FAILURE() << "does not compile: " << bytes.error().message;
+    return "";
+  }
+  auto loaded = rt::LoadedModel::fromMemory(bytes->data(), bytes->size());
+  if (loaded.error) {
+    ADD_FAILURE() << "does not load: " << loaded.error->message;
+    return "";
+  }
+  rt::Session session(*loaded.value, 1);
+  auto got = session.run(inputs);
+  return got.ok() ? "" : got.error().message;
 }
 
 } // namespace kiln::testing

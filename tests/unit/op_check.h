@@ -23,6 +23,9 @@ struct OpCheckOptions {
   double rtol = 1e-5, atol = 1e-6;
   int optLevel = 3;
   int threads = 1;
+  // false: Slice, Concat, Split and Transpose run their Kernel IR lowering
+  // (the general variant) instead of their memcpy copy steps.
+  bool copySteps = true;
 };
 
 // Runs the check with gtest assertions; `model` is IR text (a kiln.model
@@ -33,5 +36,9 @@ void expectArtifactMatchesInterpreter(const std::string &model, const std::vecto
 // The compile error of `model` through the artifact path ("" when it
 // compiles).
 std::string artifactCompileError(const std::string &model);
+
+// The run-time error of `model` through the artifact on `inputs` ("" when
+// it runs); a model that does not compile fails the test.
+std::string artifactRunError(const std::string &model, const std::vector<Tensor> &inputs);
 
 } // namespace kiln::testing

@@ -57,7 +57,8 @@ TEST(PassRegistry, ListsEveryPassByItsName) {
   EXPECT_EQ(allPassNames(), (std::vector<std::string>{
                                 "canonicalize", "fold-constants", "cse", "dce", "fuse-batchnorm",
                                 "recognize-layernorm", "recognize-gelu", "recognize-hardswish",
-                                "recognize-softmax", "fuse-epilogues", "fuse-elementwise"}));
+                                "recognize-softmax", "fuse-epilogues", "fuse-elementwise",
+                                "legalize-precision"}));
   for (const std::string &name : allPassNames()) EXPECT_EQ(findPass(name)->name(), name);
   EXPECT_EQ(findPass("no-such-pass"), nullptr);
 }
@@ -86,9 +87,9 @@ TEST(PassPipeline, PrintsAfterTheNamedPasses) {
 }
 
 TEST(PassPipeline, LevelsGrowFromNothingAndNameRegisteredPasses) {
-  EXPECT_TRUE(pipelineForLevel(0).empty());
-  EXPECT_EQ(pipelineForLevel(1),
-            (std::vector<std::string>{"canonicalize", "fold-constants", "dce"}));
+  EXPECT_EQ(pipelineForLevel(0), (std::vector<std::string>{"legalize-precision"}));
+  EXPECT_EQ(pipelineForLevel(1), (std::vector<std::string>{"legalize-precision", "canonicalize",
+                                                           "fold-constants", "dce"}));
   for (int level = 1; level <= 3; ++level) {
     std::vector<std::string> lower = pipelineForLevel(level - 1), passes = pipelineForLevel(level);
     ASSERT_GE(passes.size(), lower.size());
@@ -334,6 +335,22 @@ TEST(RecognizeSoftmax, RecognizesSoftmax) {
 }
 TEST(RecognizeSoftmax, DoesNotRecognizeOtherReductions) {
   expectPassOutput("recognize-softmax", "does_not_recognize_other_reductions");
+}
+
+TEST(LegalizePrecision, WidensConvAndFoldsF16Weights) {
+  expectPassOutput("legalize-precision", "widens_conv_and_folds_f16_weights");
+}
+TEST(LegalizePrecision, WidensASharedInputOnce) {
+  expectPassOutput("legalize-precision", "widens_a_shared_input_once");
+}
+TEST(LegalizePrecision, KeepsNonFloatOperandsAndOutputs) {
+  expectPassOutput("legalize-precision", "keeps_non_float_operands_and_outputs");
+}
+TEST(LegalizePrecision, LeavesElementwiseMovementAndF32OpsAlone) {
+  expectPassOutput("legalize-precision", "leaves_elementwise_movement_and_f32_ops_alone");
+}
+TEST(LegalizePrecision, WidensOpsInsideRegions) {
+  expectPassOutput("legalize-precision", "widens_ops_inside_regions");
 }
 
 } // namespace

@@ -65,8 +65,10 @@ std::vector<const Value *> regionFreeValues(const Node &node) {
 // Builds the programs of one model: slots, steps, and the kernels to compile.
 class ProgramBuilder {
 public:
-  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode)
-      : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)) {}
+  ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode,
+                 bool copySteps)
+      : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)),
+        copySteps_(copySteps) {}
 
   struct Scope {
     const Scope *parent;
@@ -119,6 +121,7 @@ private:
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
   std::string perturbNode_;
+  bool copySteps_ = true; // CompileOptions::copySteps
 
 public:
   int perturbedSteps = 0;
@@ -309,11 +312,20 @@ const Tensor *ProgramBuilder::constantValue(Scope &scope, const Value *v) {
   return nullptr;
 }
 
+// The node's Kernel IR lowering: its op's, or for a Fused conv/matmul
+// node the lowering of its region.
+lower::LowerFn loweringOf(const Node &node) {
+  if (node.op() == OpKind::Fused &&
+      (node.getString("kind") == "conv" || node.getString("kind") == "matmul"))
+    return lower::lowerFusedConvOrMatMul;
+  return lower::kernelLoweringOf(node.op());
+}
+
 Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &scope,
                                                                          const Node &node,
                                                                          std::vector<int> in,
                                                                          std::vector<int> out) {
-  lower::LowerFn lower = lower::kernelLoweringOf(node.op());
+  lower::LowerFn lower = loweringOf(node);
   if (!lower) return makeError(node.describe(), ": no Kernel IR lowering");
   lower::DispatchBuilder d(node, "k" + std::to_string(kernels.size()),
                            [&](const Value *v) { return constantValue(scope, v); });
@@ -340,7 +352,7 @@ Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &s
 std::unique_ptr<Step> ProgramBuilder::generalVariantOf(Scope &scope, const Node &node,
                                                        const std::vector<int> &in,
                                                        const std::vector<int> &out) {
-  if (lower::kernelLoweringOf(node.op())) {
+  if (loweringOf(node)) {
     auto step = lowerToDispatch(scope, node, in, out);
     if (step.ok()) return std::move(*step);
   }
@@ -426,6 +438,17 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
     return true;
   } else {
     return false;
+  }
+  // The microkernels take every size, but a run whose shapes they were not
+  // built for (a residual or batch that broadcasts another way) runs the
+  // node's dispatch instead.
+  bool allStatic = true;
+  for (const Value *v : node.inputs())
+    allStatic &= !v || (v->type().isTensor() && v->type().shape().isStatic());
+  if (!allStatic) {
+    std::vector<int> outs(size_t(node.numOutputs()), -1);
+    outs[0] = out;
+    step->generalVariant = generalVariantOf(scope, node, in, outs);
   }
   newSlot(scope, node.output(0));
   scope.program->steps.push_back(std::move(step));
@@ -513,7 +536,7 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       if (v) newSlot(scope, v);
   };
   const bool hasRegions = !node.regions().empty();
-  if (!hasRegions)
+  if (!hasRegions && copySteps_)
     if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, nullptr)) {
       copy->generalVariant = generalVariantOf(scope, node, in, out);
       claimOutputs();
@@ -522,7 +545,7 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       return Status::success();
     }
   Status dispatchError = Status::success();
-  if (lower::kernelLoweringOf(node.op())) {
+  if (loweringOf(node)) {
     auto step = lowerToDispatch(scope, node, in, out);
     if (step.ok()) {
       claimOutputs();
@@ -592,7 +615,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   std::string perturbNode = options.perturbNode;
   if (const char *env = std::getenv("KILN_DEBUG_PERTURB"); env && perturbNode.empty())
     perturbNode = env;
-  ProgramBuilder builder(target, cm->stats_, perturbNode);
+  ProgramBuilder builder(target, cm->stats_, perturbNode, options.copySteps);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
   if (!perturbNode.empty() && builder.perturbedSteps == 0)
     return makeError("KILN_DEBUG_PERTURB: no compiled step computes node '", perturbNode,

@@ -38,6 +38,10 @@ struct CompileOptions {
   // environment variable KILN_DEBUG_PERTURB; compile fails when no step
   // computes the node.
   std::string perturbNode;
+  // false: ops that have a memcpy copy step (Slice, Concat, Split,
+  // Transpose, nearest Resize) compile to their general variant instead,
+  // so tests can check that variant on every form.
+  bool copySteps = true;
 };
 
 struct CompileStats {

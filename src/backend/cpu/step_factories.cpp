@@ -14,6 +14,7 @@
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 
@@ -78,6 +79,32 @@ std::vector<int64_t> intsOr(const Node &n, const char *name, std::vector<int64_t
   return v.empty() ? def : v;
 }
 
+// The explicit pads ([begins..., ends...]) auto_pad SAME_UPPER/SAME_LOWER
+// gives over x's spatial dims, as the interpreter's window.cpp works them
+// out, when those dims are static; nothing otherwise (the padding then
+// depends on each run's size, which the microkernels do not recompute).
+std::optional<std::vector<int64_t>> samePads(const std::string &autoPad, const Value *x,
+                                             const std::vector<int64_t> &kernel,
+                                             const std::vector<int64_t> &strides,
+                                             const std::vector<int64_t> &dilations) {
+  const size_t n = kernel.size();
+  if (!x || !x->type().isTensor() || !x->type().shape().rankKnown ||
+      size_t(x->type().shape().rank()) != n + 2 || strides.size() != n || dilations.size() != n)
+    return std::nullopt;
+  std::vector<int64_t> pads(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const Dim &d = x->type().shape().dims[i + 2];
+    if (!d.isStatic() || strides[i] <= 0 || dilations[i] <= 0 || kernel[i] <= 0)
+      return std::nullopt;
+    const int64_t in = d.value(), out = (in + strides[i] - 1) / strides[i];
+    const int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + span - in);
+    pads[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    pads[i + n] = total - pads[i];
+  }
+  return pads;
+}
+
 } // namespace
 
 Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vector<int> inputSlots,
@@ -98,11 +125,17 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   const Value *x = conv->input(0);
   if (!x->type().isTensor() || x->type().dtype() != DType::F32) return Error{"conv input not f32"};
   const std::string autoPad = conv->getString("auto_pad");
-  if (!autoPad.empty() && autoPad != "NOTSET" && autoPad != "VALID")
-    return Error{"auto_pad SAME_* depends on the input size"};
-
   s->oneD_ = w->rank() == 3;
   const int spatial = s->oneD_ ? 1 : 2;
+  std::optional<std::vector<int64_t>> same;
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    same = samePads(autoPad, x, std::vector<int64_t>(w->shape().begin() + 2, w->shape().end()),
+                    intsOr(*conv, "strides", std::vector<int64_t>(spatial, 1)),
+                    intsOr(*conv, "dilations", std::vector<int64_t>(spatial, 1)));
+    if (!same) return Error{"auto_pad SAME_* over symbolic spatial dims"};
+  } else if (autoPad != "NOTSET" && autoPad != "VALID") {
+    return Error{"unknown auto_pad"};
+  }
   kernels::ConvShape &cs = s->shape_;
   cs.groups = conv->getInt("group");
   cs.K = w->dim(0);
@@ -111,8 +144,9 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   cs.S = w->dim(w->rank() - 1);
   std::vector<int64_t> strides = intsOr(*conv, "strides", std::vector<int64_t>(spatial, 1));
   std::vector<int64_t> dil = intsOr(*conv, "dilations", std::vector<int64_t>(spatial, 1));
-  std::vector<int64_t> pads = autoPad == "VALID" ? std::vector<int64_t>(2 * spatial, 0)
-                                                 : intsOr(*conv, "pads", std::vector<int64_t>(2 * spatial, 0));
+  const std::vector<int64_t> noPads(2 * spatial, 0);
+  std::vector<int64_t> pads =
+      same ? *same : autoPad == "VALID" ? noPads : intsOr(*conv, "pads", noPads);
   if (static_cast<int>(strides.size()) != spatial || static_cast<int>(dil.size()) != spatial ||
       static_cast<int>(pads.size()) != 2 * spatial)
     return Error{"conv attributes do not match its rank"};
@@ -189,14 +223,20 @@ Expected<std::unique_ptr<PoolStep>> PoolStep::create(const Node &node, int input
     if (s->rank_ != 3 && s->rank_ != 4) return Error{"only 1-D and 2-D pooling"};
     const int spatial = s->rank_ - 2;
     const std::string autoPad = node.getString("auto_pad");
-    if (!autoPad.empty() && autoPad != "NOTSET" && autoPad != "VALID")
-      return Error{"auto_pad SAME_* depends on the input size"};
     std::vector<int64_t> k = node.getInts("kernel_shape");
     std::vector<int64_t> st = node.getInts("strides"), dil = node.getInts("dilations");
     std::vector<int64_t> pads = node.getInts("pads");
     if (st.empty()) st.assign(spatial, 1);
     if (dil.empty()) dil.assign(spatial, 1);
     if (pads.empty() || autoPad == "VALID") pads.assign(2 * spatial, 0);
+    const bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+    if (same) {
+      std::optional<std::vector<int64_t>> p = samePads(autoPad, x, k, st, dil);
+      if (!p) return Error{"auto_pad SAME_* over symbolic spatial dims"};
+      pads = *p;
+    } else if (autoPad != "NOTSET" && autoPad != "VALID") {
+      return Error{"unknown auto_pad"};
+    }
     if (static_cast<int>(k.size()) != spatial || static_cast<int>(st.size()) != spatial ||
         static_cast<int>(dil.size()) != spatial || static_cast<int>(pads.size()) != 2 * spatial)
       return Error{"pool attributes do not match the input rank"};
@@ -209,7 +249,8 @@ Expected<std::unique_ptr<PoolStep>> PoolStep::create(const Node &node, int input
       w.dilationH = dil[0], w.dilationW = dil[1];
       w.padTop = pads[0], w.padLeft = pads[1], w.padBottom = pads[2], w.padRight = pads[3];
     }
-    s->ceilMode_ = node.getInt("ceil_mode") != 0;
+    // As the interpreter: ceil_mode has no effect under VALID or SAME_*.
+    s->ceilMode_ = node.getInt("ceil_mode") != 0 && autoPad == "NOTSET";
     if (s->kind_ == PoolKind::Average) s->countIncludePad_ = node.getInt("count_include_pad") != 0;
   } else if (s->rank_ < 3) {
     return Error{"global pooling needs rank >= 3"};

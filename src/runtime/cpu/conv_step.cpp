@@ -1,5 +1,8 @@
 #include "runtime/cpu/conv_step.h"
 
+#include "runtime/cpu/steps.h"
+
+#include <algorithm>
 
 namespace kiln::cpu {
 
@@ -29,8 +32,12 @@ Status ConvStep::prepare() {
         kernels::PackedB::pack(/*transB=*/true, taps, cs.K, weights_.data<float>(), taps);
     if (b) bias_.assign(b, b + cs.K);
   }
-  reads = {in_[0]};
-  if (plan_.residualInput >= 0) reads.push_back(in_[plan_.residualInput]);
+  // Every input, weights included: the general variant (program.h) reads
+  // them all.
+  reads.clear();
+  for (int slot : in_)
+    if (slot >= 0 && std::find(reads.begin(), reads.end(), slot) == reads.end())
+      reads.push_back(slot);
   writes = {out_};
   return Status::success();
 }
@@ -74,31 +81,38 @@ void ConvStep::runSmallSpatial(const kernels::ConvShape &s, const float *x, floa
 
 Status ConvStep::run(Frame &frame, ExecContext &ctx) const {
   const RtValue &xv = frame.slots[in_[0]];
+  // Runs the packed kernel does not fit go to the general variant, which
+  // computes them or reports the error as the op defines it.
   if (!xv.isTensor() || xv.tensor.dtype() != DType::F32)
-    return makeError(label_, ": input must be an f32 tensor, got ", xv.describe());
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "input must be an f32 tensor, got " + xv.describe());
   const Tensor &x = xv.tensor;
   const int64_t rank = oneD_ ? 3 : 4;
   if (x.rank() != rank || x.dim(1) != shape_.C)
-    return makeError(label_, ": input of shape ", shapeToString(x.shape()), " does not match ",
-                     shape_.C, " input channels (rank ", rank, ")");
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "input of shape " + shapeToString(x.shape()) + " does not match " +
+                           std::to_string(shape_.C) + " input channels (rank " +
+                           std::to_string(rank) + ")");
   kernels::ConvShape s = shape_;
   s.N = x.dim(0);
   s.H = oneD_ ? 1 : x.dim(2);
   s.W = x.dim(rank - 1);
   if (!s.valid())
-    return makeError(label_, ": input of shape ", shapeToString(x.shape()),
-                     " is too small for the kernel");
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "input of shape " + shapeToString(x.shape()) +
+                           " is too small for the kernel");
   Shape64 outShape = oneD_ ? Shape64{s.N, s.K, s.outW()} : Shape64{s.N, s.K, s.outH(), s.outW()};
-  Tensor y = frame.allocate(out_, DType::F32, outShape);
   kernels::Epilogue ep = plan_.epilogue;
   if (plan_.residualOp >= 0) {
     const RtValue &r = frame.slots[in_[plan_.residualInput]];
     if (!r.isTensor() || r.tensor.dtype() != DType::F32 || r.tensor.shape() != outShape)
-      return makeError(label_, ": residual must be f32", shapeToString(outShape), ", got ",
-                       r.describe());
+      return runFallback(generalVariant.get(), frame, ctx, label_,
+                         "residual must be f32" + shapeToString(outShape) + ", got " +
+                             r.describe());
     ep.ops[plan_.residualOp].data = r.tensor.data<float>();
     ep.ops[plan_.residualOp].ld = s.outH() * s.outW();
   }
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   if (s.N > 0 && transposedWeights_ && s.outH() * s.outW() <= kSmallPixels)
     runSmallSpatial(s, x.data<float>(), y.data<float>(), ep, ctx);
   else if (s.N > 0)

@@ -26,9 +26,11 @@ Status MatMulStep::prepare() {
 }
 
 Status MatMulStep::run(Frame &frame, ExecContext &ctx) const {
+  // Runs the GEMM does not fit go to the general variant, which computes
+  // them or reports the error as the op defines it.
   for (int slot : in_)
     if (!frame.slots[slot].isTensor() || frame.slots[slot].tensor.dtype() != DType::F32)
-      return makeError(label_, ": operands must be f32 tensors");
+      return runFallback(generalVariant.get(), frame, ctx, label_, "operands must be f32 tensors");
   return packed_ ? runPacked(frame, ctx) : runGeneral(frame, ctx);
 }
 
@@ -36,24 +38,27 @@ Status MatMulStep::runPacked(Frame &frame, ExecContext &ctx) const {
   const Tensor &x = frame.slots[in_[0]].tensor;
   const int64_t K = packed_->depth(), N = packed_->cols();
   if (x.rank() < 1 || x.dim(x.rank() - 1) != K)
-    return makeError(label_, ": input of shape ", shapeToString(x.shape()),
-                     " does not match weights [", K, ",", N, "]");
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "input of shape " + shapeToString(x.shape()) + " does not match weights [" +
+                           std::to_string(K) + "," + std::to_string(N) + "]");
   Shape64 outShape = x.shape();
   if (x.rank() == 1) outShape = {N};
   else outShape.back() = N;
-  const int64_t M = x.rank() == 1 ? 1 : x.numel() / K;
-  Tensor y = frame.allocate(out_, DType::F32, outShape);
+  // The leading dims fold into M (no division: K may be 0).
+  const int64_t M = numelOf(Shape64(x.shape().begin(), x.shape().end() - 1));
   kernels::GemmOptions opts;
   opts.pool = ctx.pool;
   opts.epilogue = plan_.epilogue;
   if (plan_.residualOp >= 0) {
     const RtValue &r = frame.slots[in_[plan_.residualInput]];
     if (!r.isTensor() || r.tensor.shape() != outShape || r.tensor.dtype() != DType::F32)
-      return makeError(label_, ": residual must be f32", shapeToString(outShape), ", got ",
-                       r.describe());
+      return runFallback(generalVariant.get(), frame, ctx, label_,
+                         "residual must be f32" + shapeToString(outShape) + ", got " +
+                             r.describe());
     opts.epilogue.ops[plan_.residualOp].data = r.tensor.data<float>();
     opts.epilogue.ops[plan_.residualOp].ld = N;
   }
+  Tensor y = frame.allocate(out_, DType::F32, outShape);
   if (M > 0 && N > 0)
     kernels::sgemmPackedB(false, M, 1.0f, x.data<float>(), K, *packed_, 0.0f, y.data<float>(), N,
                           opts);
@@ -63,7 +68,8 @@ Status MatMulStep::runPacked(Frame &frame, ExecContext &ctx) const {
 
 Status MatMulStep::runGeneral(Frame &frame, ExecContext &ctx) const {
   Tensor a = frame.slots[in_[0]].tensor, b = frame.slots[in_[1]].tensor;
-  if (a.rank() == 0 || b.rank() == 0) return makeError(label_, ": operands must not be scalars");
+  if (a.rank() == 0 || b.rank() == 0)
+    return runFallback(generalVariant.get(), frame, ctx, label_, "operands must not be scalars");
   // ONNX MatMul: 1-D operands get a unit dim that is removed afterwards.
   const bool aVec = a.rank() == 1, bVec = b.rank() == 1;
   if (aVec) a = a.reshaped({1, a.dim(0)});
@@ -71,11 +77,14 @@ Status MatMulStep::runGeneral(Frame &frame, ExecContext &ctx) const {
   const int64_t M = a.dim(a.rank() - 2), K = a.dim(a.rank() - 1);
   const int64_t N = b.dim(b.rank() - 1);
   if (b.dim(b.rank() - 2) != K)
-    return makeError(label_, ": shapes ", shapeToString(a.shape()), " and ",
-                     shapeToString(b.shape()), " do not multiply");
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "shapes " + shapeToString(a.shape()) + " and " + shapeToString(b.shape()) +
+                           " do not multiply");
   Shape64 batchA(a.shape().begin(), a.shape().end() - 2), batchB(b.shape().begin(), b.shape().end() - 2);
   auto batch = broadcastShapes({batchA, batchB});
-  if (!batch.ok()) return makeError(label_, ": batch dims: ", batch.error().message);
+  if (!batch.ok())
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "batch dims: " + batch.error().message);
   Shape64 outShape = *batch;
   outShape.push_back(M);
   outShape.push_back(N);

@@ -1,5 +1,7 @@
 #include "runtime/cpu/pool_step.h"
 
+#include "runtime/cpu/steps.h"
+
 namespace kiln::cpu {
 
 namespace {
@@ -34,9 +36,12 @@ Status PoolStep::prepare() {
 
 Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
   const RtValue &xv = frame.slots[in_];
+  // Runs the pooling kernels do not fit go to the general variant, which
+  // computes them or reports the error as the op defines it.
   if (!xv.isTensor() || xv.tensor.dtype() != DType::F32 || xv.tensor.rank() != rank_)
-    return makeError(label_, ": input must be an f32 tensor of rank ", rank_, ", got ",
-                     xv.describe());
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "input must be an f32 tensor of rank " + std::to_string(rank_) + ", got " +
+                           xv.describe());
   const Tensor &x = xv.tensor;
   const int64_t N = x.dim(0), C = x.dim(1);
   if (kind_ == PoolKind::GlobalAverage || kind_ == PoolKind::GlobalMax) {
@@ -45,9 +50,10 @@ Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
     Shape64 outShape(static_cast<size_t>(x.rank()), 1);
     outShape[0] = N;
     outShape[1] = C;
+    if (spatial == 0 || N * C == 0)
+      return runFallback(generalVariant.get(), frame, ctx, label_,
+                         "global pooling of empty planes");
     Tensor y = frame.allocate(out_, DType::F32, outShape);
-    if (kind_ == PoolKind::GlobalMax && spatial == 0)
-      return makeError(label_, ": global max pool of an empty plane");
     if (kind_ == PoolKind::GlobalAverage)
       kernels::globalAveragePool(N, C, spatial, x.data<float>(), y.data<float>(), ctx.pool);
     else
@@ -65,8 +71,9 @@ Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
                                 ceilMode_);
   s.outW = outSize(s.W, s.kernelW, s.strideW, s.dilationW, s.padLeft, s.padRight, ceilMode_);
   if (s.outH <= 0 || s.outW <= 0 || !s.valid())
-    return makeError(label_, ": input of shape ", shapeToString(x.shape()),
-                     " is too small for the window");
+    return runFallback(generalVariant.get(), frame, ctx, label_,
+                       "input of shape " + shapeToString(x.shape()) +
+                           " is too small for the window");
   Shape64 outShape = rank_ == 3 ? Shape64{N, C, s.outW} : Shape64{N, C, s.outH, s.outW};
   Tensor y = frame.allocate(out_, DType::F32, outShape);
   if (kind_ == PoolKind::Max)
