@@ -54,6 +54,17 @@ template <class T> double toDouble(T v) {
 
 // ---- numbers to strings --------------------------------------------------------------
 
+// The digits and the exponent of scientific text ("3.91e-02" -> ("391",
+// -2)), trailing zeros dropped.
+std::pair<std::string, int> digitsOf(const std::string &s) {
+  size_t e = s.find('e');
+  std::string digits;
+  for (size_t i = 0; i < e; ++i)
+    if (s[i] >= '0' && s[i] <= '9') digits += s[i];
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  return {digits, std::atoi(s.c_str() + e + 1)};
+}
+
 // The shortest decimal digits of v (as type T) and the power of ten of the
 // first digit: 0.0391 -> ("391", -2).
 template <class T> std::pair<std::string, int> shortestDigits(T v) {
@@ -71,25 +82,16 @@ template <class T> std::pair<std::string, int> shortestDigits(T v) {
       if (T(roundToOddFloat(back)).bits == v.bits) break;
     }
   }
-  std::string s(buf, r.ptr);
-  size_t e = s.find('e');
-  std::string digits;
-  for (size_t i = 0; i < e; ++i)
-    if (s[i] >= '0' && s[i] <= '9') digits += s[i];
-  int exponent = std::atoi(s.c_str() + e + 1);
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  return {digits, exponent};
+  return digitsOf(std::string(buf, r.ptr));
 }
 
-template <class T> std::string floatToString(T v) {
-  const double d = toDouble(v);
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+// numpy's str() of a non-zero finite d from its shortest digits and the
+// power of ten of the first: positional for 1e-4 <= |d| < 1e16 (always with
+// a fraction part), scientific otherwise ("1e-05", "1.5e+16").
+std::string formatDigits(double d, const std::string &digits, int exp) {
   const std::string sign = std::signbit(d) ? "-" : "";
-  if (d == 0) return sign + "0.0";
-  auto [digits, exp] = shortestDigits(v);
   const double mag = std::fabs(d);
-  if (mag >= 1e-4 && mag < 1e16) { // positional, always with a fraction part
+  if (mag >= 1e-4 && mag < 1e16) {
     if (exp < 0) return sign + "0." + std::string(-exp - 1, '0') + digits;
     std::string intPart = digits.substr(0, std::min<size_t>(digits.size(), exp + 1));
     intPart += std::string(exp + 1 - intPart.size(), '0');
@@ -101,6 +103,16 @@ template <class T> std::string floatToString(T v) {
   std::string e = std::to_string(std::abs(exp));
   if (e.size() < 2) e = "0" + e;
   return sign + mant + "e" + (exp < 0 ? "-" : "+") + e;
+}
+
+// numpy's str() of a float of any dtype.
+template <class T> std::string floatToString(T v) {
+  const double d = toDouble(v);
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  auto [digits, exp] = shortestDigits(v);
+  return formatDigits(d, digits, exp);
 }
 
 Tensor numbersToStrings(const Tensor &x, Tensor out) {
