@@ -44,6 +44,7 @@ const char *statusName(kiln_status s) {
   case KILN_ERROR_OUTPUT_TOO_SMALL: return "output_too_small";
   case KILN_ERROR_RUNTIME: return "runtime";
   case KILN_ERROR_OUT_OF_MEMORY: return "out_of_memory";
+  case KILN_ERROR_UNSUPPORTED_VALUE: return "unsupported_value";
   }
   return "unknown";
 }
@@ -154,6 +155,11 @@ Feeds prepareFeeds(const std::vector<kiln::ValueInfo> &inputs, const py::dict &f
     py::array a = py::array::ensure(value);
     if (!a) fail(KILN_ERROR_INVALID_ARGUMENT, where + ": cannot make a numpy array of " +
                                                   describe(py::repr(py::type::of(value))));
+    if (v.kind != KILN_KIND_TENSOR || v.dtype == KILN_STRING)
+      fail(KILN_ERROR_UNSUPPORTED_VALUE,
+           where + ": the model expects " +
+               (v.dtype == KILN_STRING ? "strings" : "a sequence or optional") +
+               ", which the runtime's C API cannot carry");
     const char *want = numpyName(v.dtype);
     if (!want) fail(KILN_ERROR_SHAPE, where + ": the model expects bfloat16, which numpy lacks");
     if (!a.dtype().equal(py::dtype(want)))

@@ -17,26 +17,23 @@ public:
       : model_(std::move(model)), session_(*model_, threads), compiled_(std::move(graph)),
         summary_(std::move(summary)) {
     if (compiled_) return;
-    // A stand-in graph declaring the inputs and outputs.
+    // A stand-in graph declaring the inputs and outputs (outputs through one
+    // node, which reads nothing).
     for (const artifact::TensorInfo &t : model_->manifest().inputs)
-      graph_.addInput(t.name, Type::tensor(t.dtype, shapeOf(t)));
+      graph_.addInput(t.name, typeOf(t));
     const auto &outs = model_->manifest().outputs;
-    if (!outs.empty() && !graph_.inputs().empty()) {
-      Node *n = graph_.addNode(OpKind::Identity, {graph_.inputs()[0]}, int(outs.size()));
+    if (!outs.empty()) {
+      Node *n = graph_.addNode(OpKind::Identity, {}, int(outs.size()));
       for (size_t i = 0; i < outs.size(); ++i) {
         n->output(int(i))->setName(outs[i].name);
+        n->output(int(i))->setType(typeOf(outs[i]));
         graph_.addOutput(n->output(int(i)));
       }
     }
   }
 
   Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
-    std::vector<Tensor> tensors;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!inputs[i].isTensor()) return makeError("input ", i, " is not a tensor");
-      tensors.push_back(std::move(inputs[i].tensor));
-    }
-    return session_.run(std::move(tensors));
+    return session_.run(std::move(inputs));
   }
   const Graph &graph() const override { return compiled_ ? *compiled_->graph : graph_; }
   std::string summary() const override { return summary_.empty() ? model_->describe() : summary_; }
@@ -49,12 +46,15 @@ public:
   }
 
 private:
-  static Shape shapeOf(const artifact::TensorInfo &t) {
+  static Type typeOf(const artifact::TensorInfo &t) {
     std::vector<Dim> dims;
     for (size_t i = 0; i < t.dims.size(); ++i)
       dims.push_back(t.dims[i] >= 0 ? Dim(t.dims[i])
                      : t.dimNames[i].empty() ? Dim::unknown() : Dim::symbol(t.dimNames[i]));
-    return Shape(std::move(dims));
+    Type type = Type::tensor(t.dtype, t.rankKnown ? Shape(std::move(dims)) : Shape::unranked());
+    for (auto c = t.containers.rbegin(); c != t.containers.rend(); ++c)
+      type = *c == artifact::ContainerKind::Sequence ? Type::sequence(type) : Type::optional(type);
+    return type;
   }
   std::unique_ptr<rt::LoadedModel> model_;
   rt::Session session_;

@@ -48,7 +48,9 @@ typedef enum kiln_status {
   KILN_ERROR_SHAPE = 6,            /* an input's dtype or shape does not fit the model */
   KILN_ERROR_OUTPUT_TOO_SMALL = 7, /* a caller-provided output buffer is too small */
   KILN_ERROR_RUNTIME = 8,          /* a kernel failed (the message names the node) */
-  KILN_ERROR_OUT_OF_MEMORY = 9
+  KILN_ERROR_OUT_OF_MEMORY = 9,
+  KILN_ERROR_UNSUPPORTED_VALUE = 10 /* an input or output is a string tensor, a sequence or an
+                                       optional, which this API cannot carry (see below) */
 } kiln_status;
 
 /* Element types; the values are stable (they are stored in artifacts). */
@@ -61,6 +63,7 @@ typedef enum kiln_dtype {
   KILN_I16 = 5,
   KILN_I32 = 6,
   KILN_I64 = 7,
+  KILN_STRING = 8, /* only in kiln_value_info: strings cannot be passed (see below) */
   KILN_BOOL = 9,
   KILN_F16 = 10,
   KILN_F64 = 11,
@@ -79,15 +82,32 @@ typedef struct kiln_tensor {
   size_t bytes;
 } kiln_tensor;
 
+/* What an input or output is. Models may take and give sequences of tensors
+ * and optionals (an optional holds a tensor or a sequence, or nothing). */
+typedef enum kiln_value_kind {
+  KILN_KIND_TENSOR = 0,
+  KILN_KIND_SEQUENCE = 1, /* dtype, rank and shape describe its tensors */
+  KILN_KIND_OPTIONAL = 2  /* dtype, rank and shape describe the tensor(s) inside */
+} kiln_value_kind;
+
 /* What the model declares for an input or output. Symbolic dims are -1 in
- * `shape` and named in `dim_names` (NULL for fixed dims). Strings belong to
- * the model and live as long as it. */
+ * `shape` and named in `dim_names` (NULL for fixed dims); rank is -1 when
+ * unknown. Strings belong to the model and live as long as it.
+ *
+ * This API carries dense tensors of numbers and bools only. A model whose
+ * inputs or outputs include a string tensor (dtype KILN_STRING), a sequence
+ * or an optional (kind) still loads and describes itself here, but
+ * kiln_session_run refuses it with KILN_ERROR_UNSUPPORTED_VALUE and a
+ * message naming the input or output and its type ("input 'x' is
+ * seq<f32[N]>"). Such models run through the C++ runtime (rt::Session,
+ * which takes and gives sequences, optionals and strings) and `kiln run`. */
 typedef struct kiln_value_info {
   const char *name;
   kiln_dtype dtype;
   int32_t rank;
   int64_t shape[KILN_MAX_RANK];
   const char *dim_names[KILN_MAX_RANK];
+  kiln_value_kind kind;
 } kiln_value_info;
 
 typedef struct kiln_model kiln_model;
@@ -141,7 +161,9 @@ void kiln_session_free(kiln_session *session);
  *     needed shape and size are still filled in);
  *   - data == NULL: the session points `data` at memory it owns, valid until
  *     the next kiln_session_run on this session or kiln_session_free.
- * dtype, rank and shape are set by the call. Inputs are only read. */
+ * dtype, rank and shape are set by the call. Inputs are only read.
+ * KILN_ERROR_UNSUPPORTED_VALUE, before anything runs, when the model takes
+ * or gives a value this API cannot carry (see kiln_value_info). */
 kiln_status kiln_session_run(kiln_session *session, const kiln_tensor *inputs,
                              size_t num_inputs, kiln_tensor *outputs, size_t num_outputs);
 

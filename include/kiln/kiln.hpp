@@ -84,6 +84,7 @@ struct ValueInfo {
   kiln_dtype dtype = KILN_UNDEFINED;
   std::vector<int64_t> shape;         // -1 for symbolic dims
   std::vector<std::string> dimNames;  // "" for fixed dims
+  kiln_value_kind kind = KILN_KIND_TENSOR; // sequences and optionals cannot be run here
 };
 
 class Model {
@@ -111,7 +112,7 @@ private:
     for (size_t i = 0; i < n; ++i) {
       kiln_value_info info;
       detail::check(inputs ? kiln_model_input(get(), i, &info) : kiln_model_output(get(), i, &info));
-      ValueInfo v{info.name, info.dtype, {}, {}};
+      ValueInfo v{info.name, info.dtype, {}, {}, info.kind};
       for (int d = 0; d < info.rank; ++d) {
         v.shape.push_back(info.shape[d]);
         v.dimNames.push_back(info.dim_names[d] ? info.dim_names[d] : "");

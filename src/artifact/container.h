@@ -36,7 +36,9 @@
 
 namespace kiln::artifact {
 
-inline constexpr uint32_t kFormatVersion = 2; // 2: general variants, dispatch steps
+// 2: general variants, dispatch steps; 3: loop steps, host ops with several
+// outputs, sequence and optional constants, string tensors.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr size_t kHeaderSize = 64;
 inline constexpr size_t kSectionEntrySize = 24;
 inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};

@@ -6,7 +6,7 @@ namespace kiln::artifact {
 
 namespace {
 
-constexpr uint32_t kManifestVersion = 1;
+constexpr uint32_t kManifestVersion = 2; // 2: containers and unknown ranks
 
 void writeInfo(ByteWriter &w, const TensorInfo &t) {
   w.writeString(t.name);
@@ -16,6 +16,9 @@ void writeInfo(ByteWriter &w, const TensorInfo &t) {
     w.writeI64(t.dims[i]);
     w.writeString(i < t.dimNames.size() ? t.dimNames[i] : "");
   }
+  w.writeU8(t.rankKnown ? 1 : 0);
+  w.writeCount(t.containers.size());
+  for (ContainerKind c : t.containers) w.writeU8(static_cast<uint8_t>(c));
 }
 
 TensorInfo readInfo(ByteReader &r) {
@@ -26,6 +29,15 @@ TensorInfo readInfo(ByteReader &r) {
   for (uint64_t i = 0; i < rank; ++i) {
     t.dims.push_back(r.readI64());
     t.dimNames.push_back(r.readString());
+  }
+  t.rankKnown = r.readU8() != 0;
+  const uint64_t depth = r.readCount(16, 1);
+  for (uint64_t i = 0; i < depth && r.ok(); ++i) {
+    const uint8_t c = r.readU8();
+    if (c != static_cast<uint8_t>(ContainerKind::Sequence) &&
+        c != static_cast<uint8_t>(ContainerKind::Optional))
+      r.fail("'" + t.name + "' has unknown container kind " + std::to_string(c));
+    t.containers.push_back(static_cast<ContainerKind>(c));
   }
   std::optional<DType> d = dtypeFromOnnx(static_cast<int>(code));
   if (r.ok() && !d) r.fail("input or output '" + t.name + "' has unknown dtype code " +
@@ -51,12 +63,20 @@ std::vector<std::string> readStrings(ByteReader &r) {
 } // namespace
 
 std::string shapeText(const TensorInfo &t) {
+  if (!t.rankKnown) return "[*]";
   std::string s = "[";
   for (size_t i = 0; i < t.dims.size(); ++i) {
     if (i) s += ",";
     s += t.dims[i] >= 0 ? std::to_string(t.dims[i]) : (t.dimNames[i].empty() ? "?" : t.dimNames[i]);
   }
   return s + "]";
+}
+
+std::string typeText(const TensorInfo &t) {
+  std::string s = std::string(dtypeName(t.dtype)) + shapeText(t);
+  for (auto c = t.containers.rbegin(); c != t.containers.rend(); ++c)
+    s = (*c == ContainerKind::Sequence ? "seq<" : "opt<") + s + ">";
+  return s;
 }
 
 std::string Manifest::serialize() const {
@@ -103,11 +123,9 @@ std::string Manifest::describe() const {
                   ", LLVM cpu " + llvmCpu + ")\ncpu features needed:";
   for (const std::string &f : cpuFeatures) s += " " + f;
   s += "\ninputs:\n";
-  for (const TensorInfo &t : inputs)
-    s += "  " + t.name + ": " + std::string(dtypeName(t.dtype)) + shapeText(t) + "\n";
+  for (const TensorInfo &t : inputs) s += "  " + t.name + ": " + typeText(t) + "\n";
   s += "outputs:\n";
-  for (const TensorInfo &t : outputs)
-    s += "  " + t.name + ": " + std::string(dtypeName(t.dtype)) + shapeText(t) + "\n";
+  for (const TensorInfo &t : outputs) s += "  " + t.name + ": " + typeText(t) + "\n";
   s += "program: " + std::to_string(steps) + " steps: " + std::to_string(generatedKernels) +
        " generated kernels, " + std::to_string(microkernelSteps) + " microkernel calls, " +
        std::to_string(copySteps) + " copies, " + std::to_string(hostSteps) + " host ops\n";

@@ -15,11 +15,21 @@
 
 namespace kiln::artifact {
 
+// What wraps a tensor in an input or output that is not a plain tensor.
+enum class ContainerKind : uint8_t { Sequence = 1, Optional = 2 };
+
+// An input or output: a tensor, or a sequence or optional of tensors (the
+// containers, outermost first: opt<seq<f32[2]>> is {Optional, Sequence},
+// with dtype and dims of the tensors inside).
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> dims;          // -1 for a symbolic or unknown dim
   std::vector<std::string> dimNames;  // the symbol of each -1 dim ("" when unknown)
+  bool rankKnown = true;              // false: dims is empty, any rank
+  std::vector<ContainerKind> containers; // empty for a plain tensor
+
+  bool isTensor() const { return containers.empty(); }
 };
 
 struct Manifest {
@@ -40,8 +50,11 @@ struct Manifest {
   std::string describe() const;
 };
 
-// "[1,3,batch,?]": fixed dims, symbol names, "?" for unknown.
+// "[1,3,batch,?]": fixed dims, symbol names, "?" for unknown; "[*]" for an
+// unknown rank.
 std::string shapeText(const TensorInfo &t);
+// "f32[1,3]", "seq<f32[?]>", "opt<seq<string[*]>>".
+std::string typeText(const TensorInfo &t);
 
 // The features of `cpuFeatures` this machine lacks (an unknown name counts
 // as lacking).

@@ -50,8 +50,14 @@ Status pinDims(Graph &g, const std::vector<std::pair<std::string, int64_t>> &dim
 artifact::TensorInfo infoOf(const Value &v) {
   artifact::TensorInfo t;
   t.name = v.name();
-  t.dtype = v.type().dtype();
-  for (const Dim &d : v.type().shape().dims) {
+  const Type *type = &v.type();
+  for (; !type->isTensor(); type = &type->element())
+    t.containers.push_back(type->kind() == Type::Kind::Sequence
+                               ? artifact::ContainerKind::Sequence
+                               : artifact::ContainerKind::Optional);
+  t.dtype = type->dtype();
+  t.rankKnown = type->shape().rankKnown;
+  for (const Dim &d : type->shape().dims) {
     t.dims.push_back(d.isStatic() ? d.value() : -1);
     t.dimNames.push_back(d.isSymbol() ? d.symbolName() : "");
   }
@@ -148,10 +154,6 @@ Expected<std::string> packageCompiled(const cpu::CompiledModel &compiled,
   m.cpu = options.cpu;
   for (const Value *v : model.graph->inputs()) m.inputs.push_back(infoOf(*v));
   for (const Value *v : model.graph->outputs()) m.outputs.push_back(infoOf(*v));
-  for (const auto *list : {&m.inputs, &m.outputs})
-    for (const artifact::TensorInfo &t : *list)
-      if (t.dtype == DType::String)
-        return makeError("'", t.name, "' holds strings, which artifacts do not support yet");
 
   KILN_ASSIGN_OR_RETURN(codegen::CpuTarget target, codegen::cpuTargetFromName(options.cpu));
   m.llvmCpu = target.cpu;

@@ -113,12 +113,7 @@ Expected<VerifyResult> verifyModel(Model targetModel, Model referenceModel,
       auto loaded = rt::LoadedModel::fromMemory(bytes.data(), bytes.size());
       if (loaded.error) return makeError(loaded.error->message);
       rt::Session session(*loaded.value, options.compile.threads);
-      std::vector<Tensor> tensors;
-      for (const RtValue &v : inputs) {
-        if (!v.isTensor()) return makeError("verify takes tensor inputs only");
-        tensors.push_back(v.tensor);
-      }
-      KILN_ASSIGN_OR_RETURN(outs, session.run(std::move(tensors)));
+      KILN_ASSIGN_OR_RETURN(outs, session.run(inputs));
     }
     const std::vector<Value *> &names = targetGraph->outputs();
     if (outs.size() < numOutputs || names.size() != outs.size())

@@ -346,7 +346,7 @@ TEST(Container, RejectsBadMagic) {
 TEST(Container, RejectsOtherVersionsAndHeaderSizes) {
   std::string file = makeFile();
   putU32(file, 8, 7);
-  EXPECT_EQ(errorOf(openString(file)), "format version 7, this runtime reads version 2");
+  EXPECT_EQ(errorOf(openString(file)), "format version 7, this runtime reads version 3");
   file = makeFile();
   putU32(file, 12, 128);
   EXPECT_EQ(errorOf(openString(file)), "header size 128, expected 64");

@@ -3,6 +3,7 @@
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/conv_transpose_step.h"
 #include "runtime/cpu/copy_steps.h"
+#include "runtime/cpu/loop_steps.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
@@ -499,6 +500,18 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
                                                             std::move(thenP), std::move(elseP)));
     return Status::success();
   }
+  if (node.op() == OpKind::Loop || node.op() == OpKind::Scan || node.op() == OpKind::SequenceMap) {
+    std::vector<int> in, out; // a body program run per iteration (runtime/cpu/loop_steps.h)
+    for (const Value *v : node.inputs()) {
+      KILN_ASSIGN_OR_RETURN(int s, v ? slotOf(scope, v) : Expected<int>(-1));
+      in.push_back(s);
+    }
+    KILN_ASSIGN_OR_RETURN(auto body, build(*node.getGraph("body"), &scope));
+    for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
+    KILN_ASSIGN_OR_RETURN(auto step, BodyStep::create(node, in, out, std::move(body)));
+    scope.program->steps.push_back(std::move(step));
+    return Status::success();
+  }
   // The ways a node compiles, fastest first: a microkernel, a generated
   // elementwise or reduction kernel, a copy step (each with its op's
   // dispatch as the general variant), the op's Kernel IR dispatch, a host
@@ -541,8 +554,8 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
     }
     dispatchError = step.error();
   }
-  if (!hasRegions && out.size() == 1 && out[0] >= 0)
-    if (std::unique_ptr<HostOpStep> host = HostOpStep::create(node, in, out[0])) {
+  if (!hasRegions)
+    if (std::unique_ptr<HostOpStep> host = HostOpStep::create(node, in, out)) {
       claimOutputs();
       scope.program->steps.push_back(std::move(host));
       ++stats_.hostSteps;

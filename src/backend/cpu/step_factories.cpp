@@ -10,7 +10,6 @@
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/conv_transpose_step.h"
 #include "runtime/cpu/copy_steps.h"
-#include "runtime/cpu/host_op_step.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
@@ -401,77 +400,6 @@ std::unique_ptr<Step> makeCopyStep(const Node &node, const std::vector<int> &in,
              node.op() == OpKind::Transpose ? node.getInts("perm") : std::vector<int64_t>{},
              std::move(fallback));
   return step;
-}
-
-std::unique_ptr<HostOpStep> HostOpStep::create(const Node &node, const std::vector<int> &in,
-                                               int out) {
-  using runtime::host::PadMode;
-  auto s = std::make_unique<HostOpStep>();
-  if (node.numOutputs() != 1 || !node.regions().empty()) return nullptr;
-  auto isF32 = [&] {
-    const Type &t = node.input(0)->type();
-    return t.isTensor() && t.dtype() == DType::F32;
-  };
-  switch (node.op()) {
-  case OpKind::Reshape:
-    s->op_ = Op::Reshape;
-    s->allowZero_ = node.getInt("allowzero") != 0;
-    break;
-  case OpKind::Flatten:
-    s->op_ = Op::Flatten;
-    s->axis_ = node.getInt("axis");
-    break;
-  case OpKind::Squeeze:
-  case OpKind::Unsqueeze:
-    s->op_ = node.op() == OpKind::Squeeze ? Op::Squeeze : Op::Unsqueeze;
-    s->axes_ = node.getInts("axes");
-    break;
-  case OpKind::Identity: s->op_ = Op::Identity; break;
-  case OpKind::Shape:
-    s->op_ = Op::Shape;
-    s->start_ = node.getInt("start");
-    s->hasEnd_ = node.hasAttr("end");
-    if (s->hasEnd_) s->end_ = node.getInt("end");
-    break;
-  case OpKind::Size: s->op_ = Op::Size; break;
-  case OpKind::Gather:
-    s->op_ = Op::Gather;
-    s->axis_ = node.getInt("axis");
-    break;
-  case OpKind::ConstantOfShape:
-    s->op_ = Op::ConstantOfShape;
-    if (node.hasAttr("value")) s->value_ = node.getTensor("value");
-    break;
-  case OpKind::Pad: {
-    if (node.hasAttr("pads")) return nullptr; // the opset-2 form
-    s->op_ = Op::Pad;
-    const std::string mode = node.hasAttr("mode") ? node.getString("mode") : "constant";
-    if (mode == "constant") s->padMode_ = PadMode::Constant;
-    else if (mode == "reflect") s->padMode_ = PadMode::Reflect;
-    else if (mode == "edge") s->padMode_ = PadMode::Edge;
-    else if (mode == "wrap") s->padMode_ = PadMode::Wrap;
-    else return nullptr;
-    break;
-  }
-  case OpKind::ReduceMean:
-    if (!isF32()) return nullptr;
-    s->op_ = Op::ReduceMean;
-    s->axes_ = node.getInts("axes");
-    s->keepDims_ = node.getInt("keepdims") != 0;
-    s->noopWithEmptyAxes_ = node.getInt("noop_with_empty_axes") != 0;
-    break;
-  case OpKind::Relu:
-    if (!isF32()) return nullptr;
-    s->op_ = Op::Relu;
-    break;
-  default: return nullptr;
-  }
-  if (in.size() > 4) return nullptr;
-  s->label_ = "host " + node.describe();
-  s->in_ = in;
-  s->out_ = out;
-  if (!s->prepare().ok()) return nullptr;
-  return s;
 }
 
 } // namespace kiln::cpu

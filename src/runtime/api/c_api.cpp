@@ -31,6 +31,7 @@ kiln_status statusOf(ErrorKind kind) {
   case ErrorKind::Shape: return KILN_ERROR_SHAPE;
   case ErrorKind::OutputTooSmall: return KILN_ERROR_OUTPUT_TOO_SMALL;
   case ErrorKind::Runtime: return KILN_ERROR_RUNTIME;
+  case ErrorKind::UnsupportedValue: return KILN_ERROR_UNSUPPORTED_VALUE;
   }
   return KILN_ERROR_RUNTIME;
 }
@@ -63,7 +64,11 @@ void fillInfo(const kiln::artifact::TensorInfo &t, kiln_value_info *info) {
   *info = kiln_value_info{};
   info->name = t.name.c_str();
   info->dtype = static_cast<kiln_dtype>(kiln::onnxCodeOf(t.dtype));
-  info->rank = static_cast<int32_t>(std::min<size_t>(t.dims.size(), KILN_MAX_RANK));
+  info->kind = t.isTensor() ? KILN_KIND_TENSOR
+               : t.containers[0] == kiln::artifact::ContainerKind::Sequence ? KILN_KIND_SEQUENCE
+                                                                       : KILN_KIND_OPTIONAL;
+  info->rank = t.rankKnown ? static_cast<int32_t>(std::min<size_t>(t.dims.size(), KILN_MAX_RANK))
+                           : -1;
   for (int32_t d = 0; d < info->rank; ++d) {
     info->shape[d] = t.dims[d];
     info->dim_names[d] = t.dims[d] < 0 && !t.dimNames[d].empty() ? t.dimNames[d].c_str() : nullptr;
@@ -78,6 +83,20 @@ kiln_status describeAt(const std::vector<kiln::artifact::TensorInfo> &list, size
                                                  " out of range (the model has " +
                                                  std::to_string(list.size()) + ")");
   fillInfo(list[index], info);
+  return KILN_OK;
+}
+
+// The first input or output this API cannot carry (a string tensor, a
+// sequence, an optional), as an error naming it; KILN_OK when none.
+kiln_status checkCarriable(const kiln::artifact::Manifest &m) {
+  for (const auto *list : {&m.inputs, &m.outputs})
+    for (const kiln::artifact::TensorInfo &t : *list)
+      if (!t.isTensor() || t.dtype == kiln::DType::String)
+        return fail(KILN_ERROR_UNSUPPORTED_VALUE,
+                    std::string(list == &m.inputs ? "input '" : "output '") + t.name + "' is " +
+                        kiln::artifact::typeText(t) +
+                        ": the C API carries only tensors of numbers and bools; run this model "
+                        "with the C++ runtime (rt::Session) or `kiln run`");
   return KILN_OK;
 }
 
@@ -156,13 +175,17 @@ kiln_status kiln_session_run(kiln_session *session, const kiln_tensor *inputs, s
     return fail(KILN_ERROR_INVALID_ARGUMENT, "session, inputs and outputs must not be null");
   return guarded([&]() -> kiln_status {
     session->outputs.clear();
-    std::vector<kiln::Tensor> in;
+    const kiln::artifact::Manifest &manifest = session->session->model().manifest();
+    if (kiln_status s = checkCarriable(manifest); s != KILN_OK) return s;
+    std::vector<kiln::RtValue> in;
     for (size_t i = 0; i < num_inputs; ++i) {
       const kiln_tensor &t = inputs[i];
       auto dtype = kiln::dtypeFromOnnx(static_cast<int>(t.dtype));
       if (!dtype || *dtype == kiln::DType::String)
-        return fail(KILN_ERROR_SHAPE, "input " + std::to_string(i) + ": unknown dtype " +
-                                          std::to_string(static_cast<int>(t.dtype)));
+        return fail(KILN_ERROR_SHAPE, "input " + std::to_string(i) +
+                                          (dtype ? ": string tensors cannot be passed"
+                                                 : ": unknown dtype " +
+                                                       std::to_string(static_cast<int>(t.dtype))));
       if (t.rank < 0 || t.rank > KILN_MAX_RANK)
         return fail(KILN_ERROR_SHAPE, "input " + std::to_string(i) + ": rank " +
                                           std::to_string(t.rank) + " is out of range");
@@ -178,7 +201,7 @@ kiln_status kiln_session_run(kiln_session *session, const kiln_tensor *inputs, s
                                           " bytes given, shape " + kiln::shapeToString(shape) +
                                           " needs " + std::to_string(need));
       // A view: inputs are only read.
-      in.push_back(kiln::Tensor::view(*dtype, shape, nullptr, t.data));
+      in.emplace_back(kiln::Tensor::view(*dtype, shape, nullptr, t.data));
     }
     std::vector<kiln::RtValue> out;
     if (auto error = session->session->runChecked(std::move(in), out))

@@ -148,13 +148,64 @@ Session::MemoryReport Session::memoryReport() const {
   return r;
 }
 
-Expected<std::vector<RtValue>> Session::run(std::vector<Tensor> inputs) {
+Expected<std::vector<RtValue>> Session::run(std::vector<RtValue> inputs) {
   std::vector<RtValue> outputs;
   if (auto error = runChecked(std::move(inputs), outputs)) return makeError(error->message);
   return outputs;
 }
 
-std::optional<RtError> Session::runChecked(std::vector<Tensor> inputs,
+Expected<std::vector<RtValue>> Session::run(std::vector<Tensor> inputs) {
+  return run(std::vector<RtValue>(std::make_move_iterator(inputs.begin()),
+                                  std::make_move_iterator(inputs.end())));
+}
+
+namespace {
+
+// Why `t` does not fit `info`'s tensor, or "". Symbols bind across the
+// model's plain tensor inputs only (`bound`: null inside sequences and
+// optionals, whose tensors may differ).
+std::string tensorMismatch(const artifact::TensorInfo &info, const Tensor &t,
+                           std::unordered_map<std::string, int64_t> *bound) {
+  if (!t.defined() || t.dtype() != info.dtype)
+    return "dtype is " + std::string(t.defined() ? dtypeName(t.dtype()) : "undefined");
+  if (!info.rankKnown) return "";
+  if (t.rank() != static_cast<int64_t>(info.dims.size()))
+    return "shape " + shapeToString(t.shape()) + " has rank " + std::to_string(t.rank());
+  if (!bound) return "";
+  for (size_t d = 0; d < info.dims.size(); ++d) {
+    if (info.dims[d] >= 0 && t.dim(d) != info.dims[d])
+      return "shape " + shapeToString(t.shape()) + " differs in dim " + std::to_string(d);
+    if (info.dims[d] < 0 && !info.dimNames[d].empty()) {
+      auto [it, fresh] = bound->emplace(info.dimNames[d], t.dim(d));
+      if (!fresh && it->second != t.dim(d))
+        return "dim " + std::to_string(d) + " is " + std::to_string(t.dim(d)) + " but '" +
+               info.dimNames[d] + "' is " + std::to_string(it->second) + " in another input";
+    }
+  }
+  return "";
+}
+
+// Why `v` does not fit `info` from container `depth` inward, or "".
+std::string valueMismatch(const artifact::TensorInfo &info, size_t depth, const RtValue &v,
+                          std::unordered_map<std::string, int64_t> &bound) {
+  if (depth == info.containers.size())
+    return v.isTensor() ? tensorMismatch(info, v.tensor, depth == 0 ? &bound : nullptr)
+                        : "it is " + v.describe();
+  if (info.containers[depth] == artifact::ContainerKind::Optional) {
+    if (!v.isOptional()) return "it is " + v.describe() + ", not an optional";
+    return v.inner ? valueMismatch(info, depth + 1, *v.inner, bound) : "";
+  }
+  if (!v.isSequence()) return "it is " + v.describe() + ", not a sequence";
+  if (depth + 1 != info.containers.size()) return "a sequence of sequences";
+  for (size_t i = 0; i < v.sequence.size(); ++i)
+    if (std::string why = tensorMismatch(info, v.sequence[i], nullptr); !why.empty())
+      return "tensor " + std::to_string(i) + ": " + why;
+  return "";
+}
+
+} // namespace
+
+std::optional<RtError> Session::runChecked(std::vector<RtValue> inputs,
                                            std::vector<RtValue> &outputs) {
   const artifact::Manifest &m = model_.manifest();
   if (inputs.size() != m.inputs.size())
@@ -163,31 +214,14 @@ std::optional<RtError> Session::runChecked(std::vector<Tensor> inputs,
   std::unordered_map<std::string, int64_t> bound;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const artifact::TensorInfo &info = m.inputs[i];
-    const Tensor &t = inputs[i];
-    const std::string want = std::string(dtypeName(info.dtype)) + artifact::shapeText(info);
-    auto bad = [&](const std::string &why) {
-      return RtError{ErrorKind::Shape, "input '" + info.name + "': " + why + " (the model expects " +
-                                           want + ")"};
-    };
-    if (!t.defined() || t.dtype() != info.dtype)
-      return bad("dtype is " + std::string(t.defined() ? dtypeName(t.dtype()) : "undefined"));
-    if (t.rank() != static_cast<int64_t>(info.dims.size()))
-      return bad("shape " + shapeToString(t.shape()) + " has rank " + std::to_string(t.rank()));
-    for (size_t d = 0; d < info.dims.size(); ++d) {
-      if (info.dims[d] >= 0 && t.dim(d) != info.dims[d])
-        return bad("shape " + shapeToString(t.shape()) + " differs in dim " + std::to_string(d));
-      if (info.dims[d] < 0 && !info.dimNames[d].empty()) {
-        auto [it, fresh] = bound.emplace(info.dimNames[d], t.dim(d));
-        if (!fresh && it->second != t.dim(d))
-          return bad("dim " + std::to_string(d) + " is " + std::to_string(t.dim(d)) + " but '" +
-                     info.dimNames[d] + "' is " + std::to_string(it->second) + " in another input");
-      }
-    }
+    if (std::string why = valueMismatch(info, 0, inputs[i], bound); !why.empty())
+      return RtError{ErrorKind::Shape, "input '" + info.name + "': " + why +
+                                           " (the model expects " + artifact::typeText(info) + ")"};
   }
   const cpu::Program &main = model_.program();
   cpu::Frame frame;
   frame.slots.resize(main.numSlots);
-  for (size_t i = 0; i < inputs.size(); ++i) frame.slots[main.inputSlots[i]] = RtValue(std::move(inputs[i]));
+  for (size_t i = 0; i < inputs.size(); ++i) frame.slots[main.inputSlots[i]] = std::move(inputs[i]);
   cpu::ExecContext ctx{&pool_, nullptr, &arenas_, profiling_ ? &profile_ : nullptr};
   Expected<std::vector<RtValue>> out = makeError("not run");
   try {
@@ -200,7 +234,7 @@ std::optional<RtError> Session::runChecked(std::vector<Tensor> inputs,
   if (!out.ok()) return RtError{ErrorKind::Runtime, out.error().message};
   for (size_t i = 0; i < out->size(); ++i) {
     const RtValue &v = (*out)[i];
-    if (!v.isTensor() || !v.tensor.defined())
+    if (m.outputs[i].isTensor() && (!v.isTensor() || !v.tensor.defined()))
       return RtError{ErrorKind::Runtime, "output '" + m.outputs[i].name + "' is " + v.describe() +
                                              ", not a tensor"};
   }

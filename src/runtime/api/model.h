@@ -20,7 +20,10 @@
 namespace kiln::rt {
 
 // What failed, for the C API's status codes.
-enum class ErrorKind { InvalidArgument, Io, Corrupt, Version, UnsupportedCpu, Shape, OutputTooSmall, Runtime };
+enum class ErrorKind {
+  InvalidArgument, Io, Corrupt, Version, UnsupportedCpu, Shape, OutputTooSmall, Runtime,
+  UnsupportedValue, // a string, sequence or optional the C API cannot carry
+};
 
 struct RtError {
   ErrorKind kind;
@@ -57,11 +60,16 @@ private:
 class Session {
 public:
   Session(const LoadedModel &model, int threads);
-  // Inputs in manifest order; checks dtypes, ranks, fixed dims and that each
-  // symbolic dim has one size across inputs.
+  const LoadedModel &model() const { return model_; }
+  // Inputs in manifest order: a tensor, or a sequence or optional where the
+  // model declares one (TensorInfo::containers). Checks kinds, dtypes,
+  // ranks, fixed dims and that each symbolic dim has one size across the
+  // tensor inputs (a sequence's tensors are checked for dtype and rank).
+  // Outputs are what the model declares: tensors, sequences, optionals.
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs);
   Expected<std::vector<RtValue>> run(std::vector<Tensor> inputs);
   // Like run(), with errors classified for the C API.
-  std::optional<RtError> runChecked(std::vector<Tensor> inputs, std::vector<RtValue> &outputs);
+  std::optional<RtError> runChecked(std::vector<RtValue> inputs, std::vector<RtValue> &outputs);
 
   // Per-step wall times of the runs while profiling is on (`kiln bench
   // --profile`); switching it on clears them.

@@ -6,7 +6,8 @@
 // that a Saver (writing) and a Loader (reading) both run, so the two sides
 // cannot drift apart. Fields are encoded with artifact::ByteWriter; tensors
 // (constants, weights) go to a TensorTable and are written by index, so a
-// weight shared by several steps is stored once, in the weights section.
+// weight shared by several steps is stored once, in the weights section
+// (string tensors in the table itself).
 //
 // Loading trusts nothing: the reader is bounds-checked and sticky (bytes.h),
 // counts are capped by the bytes left, and every slot index is checked
@@ -101,13 +102,7 @@ template <class T> void Saver::put(const T &v) {
   } else if constexpr (std::is_same_v<T, std::string>) {
     out_.writeString(v);
   } else if constexpr (std::is_same_v<T, Tensor>) {
-    if (!v.defined()) {
-      out_.writeI64(-1);
-    } else if (v.dtype() == DType::String) {
-      fail("string tensors cannot be stored in an artifact yet");
-    } else {
-      out_.writeI64(tensors_.add(v));
-    }
+    out_.writeI64(v.defined() ? tensors_.add(v) : -1);
   } else if constexpr (requires { v.first; v.second; }) {
     put(v.first);
     put(v.second);

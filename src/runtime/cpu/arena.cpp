@@ -25,6 +25,12 @@ Tensor ActivationArena::allocate(int slot, DType dtype, const Shape64 &shape) {
     stale_ = true;
     return Tensor(dtype, shape);
   }
+  // The slot's own buffer of an earlier run may still be referenced too: a
+  // loop body's output that aliases it is the next iteration's input.
+  if (!st.owner.expired()) {
+    st.managed = false;
+    return Tensor(dtype, shape);
+  }
   for (int other : st.overlaps)
     if (!slots_[static_cast<size_t>(other)].owner.expired()) {
       st.managed = false; // an alias outlived its slot: never share this one

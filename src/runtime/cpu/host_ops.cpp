@@ -4,6 +4,8 @@
 // bit (ReduceMean sums in the same order).
 #include "runtime/cpu/host_ops.h"
 
+#include "runtime/cpu/host_ops_util.h"
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -11,9 +13,8 @@
 
 namespace kiln::runtime::host {
 
-namespace {
+namespace detail {
 
-// A result tensor; a shape too large to allocate is an error, not a throw.
 Expected<Tensor> newTensor(DType dtype, const Shape64 &shape) {
   try {
     return Tensor(dtype, shape);
@@ -24,7 +25,6 @@ Expected<Tensor> newTensor(DType dtype, const Shape64 &shape) {
   }
 }
 
-// Integer values of an i32/i64 tensor of any shape.
 Expected<std::vector<int64_t>> readInts(const Tensor &t, const char *what) {
   if (t.dtype() != DType::I32 && t.dtype() != DType::I64)
     return makeError(what, " must be i32 or i64, got ", dtypeName(t.dtype()));
@@ -33,23 +33,76 @@ Expected<std::vector<int64_t>> readInts(const Tensor &t, const char *what) {
   return values;
 }
 
-// A list input (shape, axes, pads): integers of rank 0 or 1.
 Expected<std::vector<int64_t>> readList(const Tensor &t, const char *what) {
   if (t.rank() > 1)
     return makeError(what, " must have rank 0 or 1, got shape ", shapeToString(t.shape()));
   return readInts(t, what);
 }
 
-// The axes from the input when it is given, else from the parameters.
-Expected<std::vector<int64_t>> axesFrom(const Tensor &input, const std::vector<int64_t> &param) {
-  if (input.defined()) return readList(input, "axes");
-  return param;
+Expected<int64_t> readOneInt(const Tensor &t, const char *what) {
+  if (!isInt(t.dtype()) || t.numel() != 1)
+    return makeError(what, " must be a one-element integer tensor, got ", dtypeName(t.dtype()),
+                     shapeToString(t.shape()));
+  return t.getInt(0);
 }
 
 Expected<int64_t> resolveAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return makeError("axis ", axis, " is out of range for rank ", rank);
   return axis < 0 ? axis + rank : axis;
+}
+
+// Elements are copied as bytes, which strings (stored as objects) are not.
+Status checkNotString(const Tensor &t, const char *what) {
+  if (t.dtype() == DType::String) return makeError(what, " of dtype string is not supported");
+  return Status::success();
+}
+
+void copyElements(const Tensor &src, int64_t from, Tensor &dst, int64_t to, int64_t count) {
+  if (count <= 0) return;
+  if (src.dtype() == DType::String) {
+    std::copy_n(src.data<std::string>() + from, count, dst.data<std::string>() + to);
+    return;
+  }
+  const size_t size = dtypeSize(src.dtype());
+  std::memcpy(static_cast<unsigned char *>(dst.mutableRaw()) + to * size,
+              static_cast<const unsigned char *>(src.raw()) + from * size, count * size);
+}
+
+std::vector<bool> nonZeroMask(const Tensor &t) {
+  std::vector<bool> mask(t.numel());
+  visitDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, std::string>)
+        mask[i] = !p[i].empty();
+      else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        mask[i] = static_cast<float>(p[i]) != 0.0f;
+      else
+        mask[i] = p[i] != T(0);
+    }
+  });
+  return mask;
+}
+
+AxisSplit splitAt(const Shape64 &shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
+    (i < axis ? s.outer : i > axis ? s.inner : s.dim) *= shape[i];
+  return s;
+}
+
+} // namespace detail
+
+namespace {
+
+using namespace detail;
+
+// The axes from the input when it is given, else from the parameters.
+Expected<std::vector<int64_t>> axesFrom(const Tensor &input, const std::vector<int64_t> &param) {
+  if (input.defined()) return readList(input, "axes");
+  return param;
 }
 
 // Marks the axes named by `axes` (negative counts from the back, none twice).
@@ -61,24 +114,6 @@ Expected<std::vector<bool>> axisMask(const std::vector<int64_t> &axes, int64_t r
     mask[axis] = true;
   }
   return mask;
-}
-
-// Elements are copied as bytes, which strings (stored as objects) are not.
-Status checkNotString(const Tensor &t, const char *what) {
-  if (t.dtype() == DType::String) return makeError(what, " of dtype string is not supported");
-  return Status::success();
-}
-
-// Calls f(k, index) for every element of `shape`, k counting in row-major
-// order and index its multi-index.
-template <class F> void forEachIndex(const Shape64 &shape, F &&f) {
-  int64_t n = numelOf(shape);
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t k = 0; k < n; ++k) {
-    f(k, index);
-    for (int64_t a = static_cast<int64_t>(shape.size()) - 1; a >= 0 && ++index[a] == shape[a]; --a)
-      index[a] = 0;
-  }
 }
 
 // The element offsets of a sub-space with these dims and strides, row-major.

@@ -1,10 +1,12 @@
 // A compiled graph for the CPU: a straight list of steps over a frame of
 // value slots. Each step is one launch: a generated kernel (a fused
 // elementwise group), a microkernel call (conv, matmul, pooling), an If
-// choosing between two compiled sub-programs, a runtime host op (shape
-// arithmetic and the like), or — in the compiler's JIT path only, for ops
-// the CPU backend does not compile yet — the interpreter's kernel for that
-// node, so every model the interpreter runs also runs there.
+// choosing between two compiled sub-programs, a Loop, Scan or SequenceMap
+// running a compiled body per iteration, a runtime host op (shape
+// arithmetic, sequences, strings and the like), or — in the compiler's JIT
+// path only, for ops the CPU backend does not compile yet — the
+// interpreter's kernel for that node, so every model the interpreter runs
+// also runs there.
 //
 // A Program is immutable once built or loaded: the mutable state of a run
 // (the slots, the activation arenas) lives in the Frame and the
@@ -76,6 +78,9 @@ enum class StepKind : uint16_t {
   ResizeNearest = 13,
   HostOp = 14,
   Dispatch = 15,
+  Loop = 16,
+  Scan = 17,
+  SequenceMap = 18,
 };
 
 class Step {
@@ -89,7 +94,7 @@ public:
   // True when the step allocates its outputs with Frame::allocate and
   // writes every element (so the arena may hold them).
   virtual bool usesArena() const { return false; }
-  // Programs the step runs (If branches).
+  // Programs the step runs (If branches, loop bodies).
   virtual std::vector<const Program *> subPrograms() const { return {}; }
   virtual StepKind kind() const = 0;
   // Every slot the step reads (including what sub-programs read).

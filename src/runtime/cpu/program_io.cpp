@@ -5,6 +5,7 @@
 #include "runtime/cpu/copy_steps.h"
 #include "runtime/cpu/dispatch_step.h"
 #include "runtime/cpu/host_op_step.h"
+#include "runtime/cpu/loop_steps.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
@@ -18,7 +19,7 @@ namespace kiln::cpu {
 namespace {
 
 constexpr size_t kWeightAlignment = 64;
-constexpr int kMaxDepth = 64; // nested If branches
+constexpr int kMaxDepth = 64; // nested If branches and loop bodies
 
 // ---- saving -----------------------------------------------------------------
 
@@ -29,6 +30,26 @@ template <class T> void saveStep(const Step &step, Saver &s) {
 }
 
 void saveStepBody(const Step &step, Saver &s);
+
+// A loop step's fields, then its body program.
+template <class T> void saveBodyStep(const Step &step, Saver &s) {
+  saveStep<T>(step, s);
+  saveProgramBody(*static_cast<const T &>(step).body(), s);
+}
+
+// A value: its kind, then a tensor (by table index), a sequence (count,
+// tensors) or an optional (present flag, value).
+void saveValue(const RtValue &v, Saver &s) {
+  s(v.kind);
+  switch (v.kind) {
+  case RtValue::Kind::Tensor: return s(v.tensor);
+  case RtValue::Kind::Sequence: return s(v.sequence);
+  case RtValue::Kind::Optional:
+    s(v.inner != nullptr);
+    if (v.inner) saveValue(*v.inner, s);
+    return;
+  }
+}
 
 // A step, then its general variant (program.h) when it has one that can be
 // stored.
@@ -65,6 +86,9 @@ void saveStepBody(const Step &step, Saver &s) {
   case StepKind::ResizeNearest: return saveStep<CopyStep>(step, s);
   case StepKind::HostOp: return saveStep<HostOpStep>(step, s);
   case StepKind::Dispatch: return saveStep<DispatchStep>(step, s);
+  case StepKind::Loop: return saveBodyStep<LoopStep>(step, s);
+  case StepKind::Scan: return saveBodyStep<ScanStep>(step, s);
+  case StepKind::SequenceMap: return saveBodyStep<SequenceMapStep>(step, s);
   case StepKind::Interp: break;
   }
   s.fail(step.describe() + ": the runtime has no kernel for this op (it runs on the "
@@ -75,8 +99,8 @@ void saveProgramBody(const Program &p, Saver &s) {
   s(p.numSlots, p.inputSlots, p.outputSlots, p.captures);
   s.writer().writeCount(p.constants.size());
   for (const auto &[slot, value] : p.constants) {
-    if (!value.isTensor()) s.fail("a constant that is not a tensor cannot be stored");
-    s(slot, value.tensor);
+    s(slot);
+    saveValue(value, s);
   }
   s.writer().writeCount(p.steps.size());
   for (const auto &step : p.steps) saveStepOf(*step, s);
@@ -98,6 +122,50 @@ template <class T> std::unique_ptr<T> loadPrepared(Loader &l) {
 }
 
 std::unique_ptr<Step> loadStepBody(Loader &l, int depth);
+
+// A loop step's fields, then its body program.
+template <class T> std::unique_ptr<Step> loadBodyStep(Loader &l, int depth) {
+  auto step = std::make_unique<T>();
+  step->io(l);
+  if (!l.ok()) return nullptr;
+  if (depth >= kMaxDepth) {
+    l.fail("loop bodies nested too deeply");
+    return nullptr;
+  }
+  auto body = loadProgramBody(l, depth + 1);
+  if (!body.ok()) {
+    l.fail(body.error().message);
+    return nullptr;
+  }
+  step->setBody(std::move(*body));
+  if (Status s = step->prepare(); !s.ok()) {
+    l.fail(s.error().message);
+    return nullptr;
+  }
+  return step;
+}
+
+RtValue loadValue(Loader &l, int depth) {
+  RtValue v;
+  l(v.kind);
+  switch (v.kind) {
+  case RtValue::Kind::Tensor: l(v.tensor); break;
+  case RtValue::Kind::Sequence: l(v.sequence); break;
+  case RtValue::Kind::Optional: {
+    bool present = false;
+    l(present);
+    if (!present || !l.ok()) break;
+    if (depth >= kMaxDepth) {
+      l.fail("optional values nested too deeply");
+      break;
+    }
+    v.inner = std::make_shared<RtValue>(loadValue(l, depth + 1));
+    break;
+  }
+  default: l.fail("unknown value kind " + std::to_string(static_cast<int>(v.kind)));
+  }
+  return v;
+}
 
 std::unique_ptr<Step> loadStep(Loader &l, int depth) {
   std::unique_ptr<Step> step = loadStepBody(l, depth);
@@ -215,6 +283,9 @@ std::unique_ptr<Step> loadStepBody(Loader &l, int depth) {
     step->setEntries(std::move(entries));
     return step;
   }
+  case StepKind::Loop: return loadBodyStep<LoopStep>(l, depth);
+  case StepKind::Scan: return loadBodyStep<ScanStep>(l, depth);
+  case StepKind::SequenceMap: return loadBodyStep<SequenceMapStep>(l, depth);
   case StepKind::Interp: break;
   }
   l.fail("unknown step kind " + std::to_string(static_cast<int>(kind)));
@@ -227,9 +298,9 @@ Expected<std::unique_ptr<Program>> loadProgramBody(Loader &l, int depth) {
   const uint64_t numConstants = l.reader().readCount(uint64_t(1) << 24, 16);
   for (uint64_t i = 0; i < numConstants && l.ok(); ++i) {
     int slot = -1;
-    Tensor t;
-    l(slot, t);
-    p->constants.emplace_back(slot, RtValue(std::move(t)));
+    l(slot);
+    RtValue v = loadValue(l, 0);
+    p->constants.emplace_back(slot, std::move(v));
   }
   const uint64_t numSteps = l.reader().readCount(uint64_t(1) << 24, 8);
   for (uint64_t i = 0; i < numSteps && l.ok(); ++i)
@@ -258,10 +329,14 @@ Expected<SavedProgram> saveProgram(const Program &main) {
   artifact::ByteWriter table, weights;
   table.writeCount(tensors.tensors.size());
   for (const Tensor &t : tensors.tensors) {
-    weights.alignTo(kWeightAlignment);
     table.writeI64(onnxCodeOf(t.dtype()));
     table.writeCount(t.shape().size());
     for (int64_t d : t.shape()) table.writeI64(d);
+    if (t.dtype() == DType::String) { // the strings themselves, in the table
+      for (const std::string &str : t.span<std::string>()) table.writeString(str);
+      continue;
+    }
+    weights.alignTo(kWeightAlignment);
     table.writeU64(weights.size());
     table.writeU64(t.byteSize());
     weights.writeBytes(t.raw(), t.byteSize());
@@ -278,23 +353,35 @@ Expected<std::unique_ptr<Program>> loadProgram(std::span<const uint8_t> program,
                                                const SymbolResolver &resolve) {
   artifact::ByteReader in(program, "program section");
   std::vector<Tensor> tensors;
-  const uint64_t count = in.readCount(uint64_t(1) << 24, 32);
+  const uint64_t count = in.readCount(uint64_t(1) << 24, 24); // code, rank and at least 8 bytes
   for (uint64_t i = 0; i < count && in.ok(); ++i) {
     const int64_t code = in.readI64();
     const uint64_t rank = in.readCount(16, 8);
     Shape64 shape;
     for (uint64_t d = 0; d < rank; ++d) shape.push_back(in.readI64());
-    const uint64_t offset = in.readU64(), bytes = in.readU64();
-    if (!in.ok()) break;
     std::optional<DType> dtype = dtypeFromOnnx(static_cast<int>(code));
-    if (!dtype || *dtype == DType::String) {
+    if (in.ok() && !dtype)
       in.fail("tensor " + std::to_string(i) + ": unknown dtype " + std::to_string(code));
-      break;
-    }
     int64_t numel = 1;
     bool sane = true;
     for (int64_t d : shape)
       if (d < 0 || __builtin_mul_overflow(numel, d, &numel)) sane = false;
+    if (!in.ok()) break;
+    if (*dtype == DType::String) {
+      // Each string takes at least its 8-byte length: numel is bounded by
+      // the bytes left before anything is allocated.
+      if (!sane || uint64_t(numel) > in.remaining() / 8) {
+        in.fail("tensor " + std::to_string(i) + " " + shapeToString(shape) +
+                " does not fit the program section");
+        break;
+      }
+      Tensor t(DType::String, shape);
+      for (std::string &str : t.span<std::string>()) str = in.readString();
+      tensors.push_back(std::move(t));
+      continue;
+    }
+    const uint64_t offset = in.readU64(), bytes = in.readU64();
+    if (!in.ok()) break;
     uint64_t want = 0;
     if (sane && __builtin_mul_overflow(uint64_t(numel), uint64_t(dtypeSize(*dtype)), &want))
       sane = false;
