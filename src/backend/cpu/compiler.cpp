@@ -442,10 +442,11 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   // The microkernels take every size, but a run whose shapes they were not
   // built for (a residual or batch that broadcasts another way) runs the
   // node's dispatch instead.
+  // ConvTranspose works its geometry out on every run: it needs none.
   bool allStatic = true;
   for (const Value *v : node.inputs())
     allStatic &= !v || (v->type().isTensor() && v->type().shape().isStatic());
-  if (!allStatic) {
+  if (!allStatic && op != OpKind::ConvTranspose) {
     std::vector<int> outs(size_t(node.numOutputs()), -1);
     outs[0] = out;
     step->generalVariant = generalVariantOf(scope, node, in, outs);
