@@ -72,6 +72,55 @@ def first_error_line(text):
     return lines[0][:300] if lines else "(no message)"
 
 
+def describe_failing_node(model, message):
+    """For a compile error naming a node (`node 'NAME' (Op)`), the node's
+    attributes and its inputs' dtypes and shapes from ONNX shape inference
+    ('?' unknown), so the table says which FORM of the op is missing."""
+    import re
+    m = re.search(r"node '([^']*)' \((\w+)\)", message)
+    if not m:
+        return None
+    try:
+        import onnx
+        from onnx import shape_inference
+        proto = shape_inference.infer_shapes(onnx.load(str(model)))
+    except Exception as e:  # the description is a convenience, never a failure
+        return f"(cannot describe the node: {e})"
+    name, op = m.group(1), m.group(2)
+
+    def find(graph, depth):
+        for n in graph.node:
+            if n.op_type == op and (n.name == name or (not name and not n.name)):
+                return n, graph, depth
+            for a in n.attribute:
+                subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+                for g in subs:
+                    r = find(g, depth + 1)
+                    if r:
+                        return r
+        return None
+
+    found = find(proto.graph, 0)
+    if not found:
+        return None
+    node, graph, depth = found
+    types = {}
+    for g in (proto.graph, graph):
+        for v in list(g.input) + list(g.value_info) + list(g.output):
+            t = v.type.tensor_type
+            dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
+            types[v.name] = onnx.TensorProto.DataType.Name(t.elem_type).lower() + \
+                (f"[{','.join(dims)}]" if t.HasField("shape") else "[rank ?]")
+        for i in g.initializer:
+            types[i.name] = onnx.TensorProto.DataType.Name(i.data_type).lower() + \
+                f"[{','.join(map(str, i.dims))}] const"
+    attrs = ", ".join(f"{a.name}={onnx.helper.get_attribute_value(a)!r}"[:60] for a in node.attribute
+                      if a.type != onnx.AttributeProto.GRAPH)
+    ins = ", ".join(types.get(i, "?") if i else "-" for i in node.input)
+    where = f" (in a subgraph, depth {depth})" if depth else ""
+    return f"{op}({ins}){' {' + attrs + '}' if attrs else ''}{where}"
+
+
 def run(cmd, timeout, env=None):
     """(ok, combined output); a timeout or a crash is a failure, never raised."""
     try:
@@ -137,6 +186,7 @@ def check_model(name, source, model, sets, tolerance, args):
     rec["compile_s"] = round(time.time() - t0, 1)
     if not ok:
         rec["compile"] = first_error_line(out)
+        rec["failing_node"] = describe_failing_node(model, rec["compile"])
         return rec
     rec["compile"] = "ok"
     first = None
@@ -247,6 +297,8 @@ def print_table(records):
         print("\ncompile errors in full:")
         for r in long:
             print(f"  {r['model']}: {r['compile']}")
+            if r.get("failing_node"):
+                print(f"      node: {r['failing_node']}")
 
 
 def main(argv):

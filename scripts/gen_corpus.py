@@ -95,6 +95,24 @@ def randomize_norm_stats(module, gen):
                 m.bias.data.copy_(torch.randn(n, generator=gen) * 0.1)
 
 
+def transformer_init(module, seed):
+    """BERT/GPT-2's initialization (weights and biases N(0, 0.02), LayerNorm
+    gains 1 + N(0, 0.1)), seeded, for every parameter: nn.TransformerEncoder
+    deep-copies one layer, so without this all layers would share weights
+    (and the exporter would store them once) and the biases would be 0."""
+    import torch
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in module.modules():
+            for name, p in m.named_parameters(recurse=False):
+                noise = torch.randn(p.shape, generator=gen)
+                if isinstance(m, torch.nn.LayerNorm) and name == "weight":
+                    p.copy_(1.0 + 0.1 * noise)
+                else:
+                    p.copy_(0.02 * noise)
+    return module
+
+
 def tv(name, **kw):
     def build():
         import torchvision
@@ -226,7 +244,7 @@ def bert_like(layers=4, vocab=8192, hidden=768, heads=12, ffn=3072, max_pos=512)
                 x = self.norm(self.tok(input_ids) + self.pos(positions) + self.seg(token_type_ids))
                 h = self.encoder(x, src_key_padding_mask=attention_mask == 0)
                 return h, torch.tanh(self.pool(h[:, 0]))
-        return Bert()
+        return transformer_init(Bert(), 5)
     return build
 
 
@@ -269,7 +287,7 @@ def gpt2_like(layers=4, vocab=8192, hidden=768, heads=12, max_pos=1024):
                 for b in self.blocks:
                     x = b(x, causal, padding)
                 return torch.matmul(self.ln_f(x), self.wte.weight.t())
-        return GPT2()
+        return transformer_init(GPT2(), 6)
     return build
 
 
@@ -290,7 +308,7 @@ def seq2seq_like():
             t = tgt_ids.shape[1]
             mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
             return self.head(self.core(self.emb(src_ids), self.emb(tgt_ids), tgt_mask=mask))
-    return Seq2Seq()
+    return transformer_init(Seq2Seq(), 7)
 
 
 def qat(name):
@@ -425,19 +443,19 @@ RECIPES = [
             Input("attention_mask", "int64", ["batch", "seq"], "mask"),
             Input("token_type_ids", "int64", ["batch", "seq"], "ids:2")], 14, TEXT3,
            ["last_hidden_state", "pooler_output"],
-           note="nn.TransformerEncoder shaped like BERT-base (768, 12 heads, 3072 FFN, GELU), 4 of 12 layers, "
+           version=2, note="nn.TransformerEncoder shaped like BERT-base (768, 12 heads, 3072 FFN, GELU), 4 of 12 layers, "
                 "8192-token vocabulary; key padding mask from attention_mask"),
     Recipe("nn_gpt2_l4", gpt2_like(),
            [Input("input_ids", "int64", ["batch", "seq"], "ids:8192"),
             Input("attention_mask", "int64", ["batch", "seq"], "mask")], 15, TEXT3, ["logits"],
-           note="nn.MultiheadAttention decoder shaped like GPT-2 small (768, 12 heads, pre-LN, tanh GELU), "
+           version=2, note="nn.MultiheadAttention decoder shaped like GPT-2 small (768, 12 heads, pre-LN, tanh GELU), "
                 "4 of 12 layers, 8192-token vocabulary; causal + padding masks"),
     Recipe("nn_transformer_seq2seq", seq2seq_like,
            [Input("src_ids", "int64", ["batch", "src_len"], "ids:1000"),
             Input("tgt_ids", "int64", ["batch", "tgt_len"], "ids:1000")], 16,
            [{"batch": 1, "src_len": 32, "tgt_len": 16}, {"batch": 2, "src_len": 17, "tgt_len": 9},
             {"batch": 3, "src_len": 48, "tgt_len": 1}], ["logits"],
-           note="nn.Transformer encoder-decoder (TransformerDecoder, cross attention), d=256, 2+2 layers"),
+           version=2, note="nn.Transformer encoder-decoder (TransformerDecoder, cross attention), d=256, 2+2 layers"),
     Recipe("qat_mobilenet_v2", qat("mobilenet_v2"), image(), 13, BATCH3, ["logits"], kind="int8", randomize_bn=False,
            note="torchvision quantizable MobileNetV2, QAT fake-quant exported as QDQ "
                 "(per-channel int8 weights, uint8 activations)"),
@@ -452,13 +470,13 @@ RECIPES = [
             Input("attention_mask", "int64", ["batch", "seq"], "mask"),
             Input("token_type_ids", "int64", ["batch", "seq"], "ids:2")], 14, TEXT3,
            ["last_hidden_state", "pooler_output"], kind="fp16", post=fp16_post,
-           note="BERT-tiny-shaped encoder (128, 2 heads, 2 layers) in f16"),
+           version=2, note="BERT-tiny-shaped encoder (128, 2 heads, 2 layers) in f16"),
     Recipe("int8_dyn_bert_mini", bert_like(layers=4, vocab=4096, hidden=256, heads=4, ffn=1024),
            [Input("input_ids", "int64", ["batch", "seq"], "ids:4096"),
             Input("attention_mask", "int64", ["batch", "seq"], "mask"),
             Input("token_type_ids", "int64", ["batch", "seq"], "ids:2")], 14, TEXT3,
            ["last_hidden_state", "pooler_output"], kind="int8", post=int8_dynamic_post,
-           note="BERT-mini-shaped encoder (256, 4 heads, 4 layers), ORT quantize_dynamic layout: "
+           version=2, note="BERT-mini-shaped encoder (256, 4 heads, 4 layers), ORT quantize_dynamic layout: "
                 "DynamicQuantizeLinear + MatMulInteger"),
     Recipe("int8_dyn_cnn", small_cnn, [Input("input", "float32", ["batch", 3, 64, 64])], 13, BATCH3, ["logits"],
            kind="int8", post=int8_dynamic_post,
