@@ -121,6 +121,32 @@ def describe_failing_node(model, message):
     return f"{op}({ins}){' {' + attrs + '}' if attrs else ''}{where}"
 
 
+def interpreter_fallbacks(model, inputs, work, args):
+    """Every node the compiler leaves to the interpreter (so `kiln compile`
+    refuses the model), from `kiln inspect --target cpu` on the first input
+    set: 'Op 'name' (input types): why' lines, or None when the kiln binary
+    does not list them."""
+    flags = []
+    for i, (name, arr) in enumerate(inputs.items()):
+        f = work / f"inspect_in_{i}.npy"
+        np.save(f, arr)
+        flags += ["--input", f"{name}={f}"]
+    ok, out = run([args.kiln, "inspect", model, "--target", "cpu", "--threads", "1"] + flags, args.timeout)
+    lines = [line.split("interpreter fallback:", 1)[1].strip() for line in out.splitlines()
+             if "interpreter fallback:" in line]
+    return lines or None
+
+
+def fallback_forms(lines):
+    """Distinct 'Op(input types): why' forms with their counts, names dropped."""
+    import re
+    forms = {}
+    for line in lines:
+        form = re.sub(r"^node '[^']*' \((\w+)\) ", r"\1", line)
+        forms[form] = forms.get(form, 0) + 1
+    return forms
+
+
 def run(cmd, timeout, env=None):
     """(ok, combined output); a timeout or a crash is a failure, never raised."""
     try:
@@ -187,6 +213,10 @@ def check_model(name, source, model, sets, tolerance, args):
     if not ok:
         rec["compile"] = first_error_line(out)
         rec["failing_node"] = describe_failing_node(model, rec["compile"])
+        t1 = time.time()
+        rec["fallbacks"] = interpreter_fallbacks(model, sets[0], work, args)
+        rec["inspect_s"] = round(time.time() - t1, 1)
+        rec["total_s"] = round(time.time() - t0, 1)
         return rec
     rec["compile"] = "ok"
     first = None
@@ -224,6 +254,7 @@ def check_model(name, source, model, sets, tolerance, args):
         rec["result"] = "FAIL"
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
+    rec["total_s"] = round(time.time() - t0, 1)
     return rec
 
 
@@ -299,6 +330,21 @@ def print_table(records):
             print(f"  {r['model']}: {r['compile']}")
             if r.get("failing_node"):
                 print(f"      node: {r['failing_node']}")
+    missing = [r for r in records if r.get("fallbacks")]
+    if missing:
+        print("\nevery node left to the interpreter (kiln inspect --target cpu), by distinct form:")
+        for r in missing:
+            print(f"  {r['model']}: {len(r['fallbacks'])} nodes")
+            for form, n in sorted(fallback_forms(r["fallbacks"]).items(), key=lambda kv: -kv[1]):
+                print(f"      {n:4d} x {form}")
+        totals = {}
+        for r in missing:
+            for form in fallback_forms(r["fallbacks"]):
+                op = form.split("(", 1)[0]
+                totals.setdefault(op, set()).add(r["model"].replace(".onnx", ""))
+        print("\nops left to the interpreter, by how many models they block:")
+        for op, ms in sorted(totals.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            print(f"  {op:28} {len(ms):3d}  {', '.join(sorted(ms))}")
 
 
 def main(argv):

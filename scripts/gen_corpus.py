@@ -37,6 +37,7 @@ import pathlib
 import sys
 import time
 import traceback
+import types
 import warnings
 
 import numpy as np
@@ -187,9 +188,26 @@ def wav2vec2_small():
                 encoder_attention_dropout=0.0, encoder_ff_interm_features=3072, encoder_ff_interm_dropout=0.0,
                 encoder_dropout=0.0, encoder_layer_norm_first=False, encoder_layer_drop=0.0, aux_num_out=32)
 
+            self.inner.encoder._preprocess = types.MethodType(w2v_preprocess, self.inner.encoder)
+
         def forward(self, waveforms, lengths):
             return self.inner(waveforms, lengths)
     return W2V()
+
+
+def w2v_preprocess(self, features, lengths=None):
+    """torchaudio 0.13's Encoder._preprocess, but zeroing the padded frames with
+    masked_fill: its `x[mask] = 0.0` exports as a Where whose [B, T] condition
+    does not broadcast against [B, T, C] (ONNX Runtime rejects the model too)."""
+    import torch
+    x = self.feature_projection(features)
+    mask = None
+    if lengths is not None:
+        b, t, _ = x.shape
+        pad = torch.arange(t).expand(b, t) >= lengths[:, None]
+        x = x.masked_fill(pad[:, :, None], 0.0)
+        mask = (-10000.0 * pad[:, None, None, :].to(dtype=features.dtype)).expand(b, 1, t, t)
+    return x, mask
 
 
 def conformer_small():
@@ -430,7 +448,7 @@ RECIPES = [
     Recipe("ta_wav2vec2_base_l4", wav2vec2_small,
            [Input("waveforms", "float32", ["batch", "samples"], "audio"),
             Input("lengths", "int64", ["batch"], "lengths:waveforms:1")], 14, AUDIO3, ["emissions", "out_lengths"],
-           note="torchaudio wav2vec2-base shapes (GroupNorm conv extractor, conv positional embedding), "
+           version=2, note="torchaudio wav2vec2-base shapes (GroupNorm conv extractor, conv positional embedding), "
                 "4 of its 12 layers, 32-way CTC head; padding mask from lengths"),
     Recipe("ta_conformer_l4", conformer_small,
            [Input("features", "float32", ["batch", "frames", 80]),
@@ -462,15 +480,15 @@ RECIPES = [
     Recipe("qat_resnet18", qat("resnet18"), image(), 13, BATCH3, ["logits"], kind="int8", randomize_bn=False,
            note="torchvision quantizable ResNet-18, QAT fake-quant exported as QDQ"),
     Recipe("fp16_resnet18", tv("resnet18"), image(), 13, BATCH3, ["logits"], kind="fp16", post=fp16_post,
-           note="torchvision ResNet-18 in f16 (f32 export converted: torch 1.13 has no CPU f16 kernels)"),
+           version=2, note="torchvision ResNet-18 in f16 (f32 export converted: torch 1.13 has no CPU f16 kernels)"),
     Recipe("fp16_mobilenet_v3_small", tv("mobilenet_v3_small"), image(), 17, BATCH3, ["logits"], kind="fp16",
-           post=fp16_post, note="torchvision MobileNetV3-Small in f16"),
+           post=fp16_post, version=2, note="torchvision MobileNetV3-Small in f16"),
     Recipe("fp16_bert_tiny", bert_like(layers=2, vocab=1024, hidden=128, heads=2, ffn=512),
            [Input("input_ids", "int64", ["batch", "seq"], "ids:1024"),
             Input("attention_mask", "int64", ["batch", "seq"], "mask"),
             Input("token_type_ids", "int64", ["batch", "seq"], "ids:2")], 14, TEXT3,
            ["last_hidden_state", "pooler_output"], kind="fp16", post=fp16_post,
-           version=2, note="BERT-tiny-shaped encoder (128, 2 heads, 2 layers) in f16"),
+           version=3, note="BERT-tiny-shaped encoder (128, 2 heads, 2 layers) in f16"),
     Recipe("int8_dyn_bert_mini", bert_like(layers=4, vocab=4096, hidden=256, heads=4, ffn=1024),
            [Input("input_ids", "int64", ["batch", "seq"], "ids:4096"),
             Input("attention_mask", "int64", ["batch", "seq"], "mask"),
@@ -530,6 +548,9 @@ def export(recipe):
 
 
 def manifest_entry(recipe, data):
+    inputs = [i.spec() for i in recipe.inputs]
+    if recipe.kind == "fp16":  # exported with f32 inputs, converted to f16 after
+        inputs = [dict(i, dtype="float16") if i["dtype"] == "float32" else i for i in inputs]
     return {
         "file": f"{recipe.name}.onnx",
         "sha256": hashlib.sha256(data).hexdigest(),
@@ -538,7 +559,7 @@ def manifest_entry(recipe, data):
         "opset": recipe.opset,
         "kind": recipe.kind,
         "tolerance": recipe.tolerance(),
-        "inputs": [i.spec() for i in recipe.inputs],
+        "inputs": inputs,
         "sizes": recipe.sizes,
         "note": recipe.note,
     }
