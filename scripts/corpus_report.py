@@ -138,11 +138,20 @@ def interpreter_fallbacks(model, inputs, work, args):
 
 
 def fallback_forms(lines):
-    """Distinct 'Op(input types): why' forms with their counts, names dropped."""
+    """Distinct 'Op(input dtypes and ranks): why' forms with their counts: node
+    names dropped, shapes reduced to ranks ('f32[4d]'; '[*]' unranked), so
+    one line stands for every size of a form."""
     import re
+
+    def rank(m):
+        body = m.group(1)
+        if body == "*":
+            return "[*]"
+        return f"[{0 if body == '' else body.count(',') + 1}d]"
     forms = {}
     for line in lines:
         form = re.sub(r"^node '[^']*' \((\w+)\) ", r"\1", line)
+        form = re.sub(r"\[([^\]]*)\]", rank, form)
         forms[form] = forms.get(form, 0) + 1
     return forms
 
