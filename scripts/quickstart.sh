@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: installs every dependency (Debian packages, the
-# ONNX Runtime bridge, the model corpus), builds kiln, and runs it on the
+# ONNX Runtime bridge, the npm model corpus, the PyTorch-generated corpus),
+# builds kiln, and runs it on the
 # bundled default model (silero VAD v5, 512 samples of random audio at 16 kHz).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,6 +3,7 @@
 # fresh Debian 12 (bookworm) machine. Run as root (or through sudo).
 #
 #   scripts/setup.sh [--dry-run] [--skip-apt] [--skip-ort] [--skip-corpus]
+#                    [--skip-generated]
 #
 # 1. Debian packages (apt-get update + apt-get install -y
 #    --no-install-recommends), skipped entirely
@@ -13,6 +14,9 @@
 #    scripts/ort/node_modules already matches scripts/ort/package-lock.json.
 # 3. The model corpus: scripts/fetch_corpus.sh into
 #    ${KILN_CORPUS_DIR:-$HOME/.cache/kiln/corpus} (skips models present).
+# 4. The generated corpus: scripts/gen_corpus.py (PyTorch exports with seeded
+#    weights) into ${KILN_GENERATED_DIR:-$HOME/.cache/kiln/generated}; only
+#    models missing or out of date are made (the first time: a few minutes).
 #
 # It does not build kiln. Idempotent; a second run takes about a second.
 # Under sudo, steps 2 and 3 run as $SUDO_USER (so node_modules and the corpus
@@ -21,7 +25,7 @@
 #   --dry-run      show what would be done; apt-get runs with -s (simulate),
 #                  nothing is installed or fetched
 #   --skip-apt     skip step 1      --skip-ort     skip step 2
-#   --skip-corpus  skip step 3
+#   --skip-corpus  skip step 3      --skip-generated  skip step 4
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,12 +40,13 @@ PACKAGES=(
   clang-19 lld-19 libclang-rt-19-dev llvm-19-dev llvm-19-tools libzstd-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   python3-onnx python3-numpy python3-pytest pybind11-dev
+  python3-torch python3-torchvision python3-torchaudio
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm ca-certificates
   chromium
 )
 
-DRY_RUN=0 SKIP_APT=0 SKIP_ORT=0 SKIP_CORPUS=0
+DRY_RUN=0 SKIP_APT=0 SKIP_ORT=0 SKIP_CORPUS=0 SKIP_GENERATED=0
 for arg in "$@"; do
   case "$arg" in
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -49,6 +54,7 @@ for arg in "$@"; do
     --skip-apt) SKIP_APT=1 ;;
     --skip-ort) SKIP_ORT=1 ;;
     --skip-corpus) SKIP_CORPUS=1 ;;
+    --skip-generated) SKIP_GENERATED=1 ;;
     *) echo "setup.sh: error: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,7 +67,8 @@ t_start=$(date +%s)
 as_user() {
   if [ "$(id -u)" = 0 ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
     sudo -u "$SUDO_USER" -H env PATH="$PATH" ${KILN_CORPUS_DIR:+KILN_CORPUS_DIR="$KILN_CORPUS_DIR"} \
-      ${KILN_CORPUS_TARBALLS:+KILN_CORPUS_TARBALLS="$KILN_CORPUS_TARBALLS"} "$@"
+      ${KILN_CORPUS_TARBALLS:+KILN_CORPUS_TARBALLS="$KILN_CORPUS_TARBALLS"} \
+      ${KILN_GENERATED_DIR:+KILN_GENERATED_DIR="$KILN_GENERATED_DIR"} "$@"
   else
     "$@"
   fi
@@ -141,6 +148,15 @@ if [ "$SKIP_CORPUS" = 0 ]; then
     as_user "$ROOT/scripts/fetch_corpus.sh" --check || log "corpus: would fetch the models above"
   else
     as_user "$ROOT/scripts/fetch_corpus.sh"
+  fi
+fi
+
+# --- 4. Generated corpus ------------------------------------------------------------------
+if [ "$SKIP_GENERATED" = 0 ]; then
+  if [ "$DRY_RUN" = 1 ]; then
+    as_user /usr/bin/python3 "$ROOT/scripts/gen_corpus.py" --check || log "generated corpus: would generate the models above"
+  else
+    as_user /usr/bin/python3 "$ROOT/scripts/gen_corpus.py"
   fi
 fi
 

@@ -33,6 +33,14 @@ private:
   Interpreter interp_;
 };
 
+// The interpreter fallbacks, one per line after the summary (transitional:
+// until every op compiles).
+std::string interpLines(const cpu::CompileStats &s) {
+  std::string out;
+  for (const std::string &line : s.interpNodes) out += "\n  interpreter fallback: " + line;
+  return out;
+}
+
 class CpuEngine : public Engine {
 public:
   explicit CpuEngine(std::unique_ptr<cpu::CompiledModel> m) : m_(std::move(m)) {}
@@ -46,7 +54,8 @@ public:
                   s.microkernelSteps, " microkernel calls, ", s.copySteps, " copies, ",
                   s.interpSteps,
                   " interpreter fallbacks; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
-                  " ms, codegen ", s.codegenMs, " ms");
+                  " ms, codegen ", s.codegenMs, " ms") +
+           interpLines(s);
   }
   void setProfiling(bool on) override { m_->setProfiling(on); }
   std::string profileReport() const override { return m_->profileReport(); }

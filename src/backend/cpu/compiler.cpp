@@ -41,6 +41,21 @@ double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// "interp Op 'name' (f32[n,4], i64[]): why": which form of an op still runs
+// on the interpreter, for `kiln inspect` and the corpus report.
+std::string interpFallbackLine(const Node &node, const Status &dispatchError) {
+  std::string line = node.describe() + " (";
+  for (size_t i = 0; i < node.inputs().size(); ++i) {
+    const Value *v = node.inputs()[i];
+    line += (i ? ", " : "") + (v ? v->type().str() : std::string("-"));
+  }
+  line += "): ";
+  line += dispatchError.ok() ? (lower::kernelLoweringOf(node.op()) ? "no compiled step took it"
+                                                                   : "no lowering for this op")
+                             : "lowering failed: " + dispatchError.message();
+  return line;
+}
+
 bool isWithin(const Graph *g, const Graph *scope) {
   for (; g; g = g->parent())
     if (g == scope) return true;
@@ -564,8 +579,8 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
     }
 
   // Transitional: the interpreter's kernel for this node.
-  (void)dispatchError;
   ++stats_.interpSteps;
+  stats_.interpNodes.push_back(interpFallbackLine(node, dispatchError));
   std::vector<std::pair<const Value *, int>> regionReads;
   for (const Value *v : regionFreeValues(node)) {
     KILN_ASSIGN_OR_RETURN(int s, slotOf(scope, v));

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::cpu {
 
@@ -48,6 +49,10 @@ struct CompileStats {
   double passesMs = 0, loweringMs = 0, codegenMs = 0;
   int steps = 0, generatedKernels = 0, interpSteps = 0, microkernelSteps = 0, copySteps = 0;
   int hostSteps = 0;
+  // One line per interpreter fallback (transitional): the node, its input
+  // types and why no compiled step took it (`kiln inspect --target cpu`
+  // lists them; scripts/corpus_report.py collects them per model).
+  std::vector<std::string> interpNodes;
 };
 
 class CompiledModel {
