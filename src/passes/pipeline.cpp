@@ -1,4 +1,6 @@
 // The pipelines, top to bottom. Why this order:
+//  - decompose first, at every level (-O0 too): the backends compile the
+//    ops it leaves, not the ones it rewrites (Gemm, Einsum, the losses);
 //  - canonicalize first, so Identity/Cast noise and view ops in shape
 //    subgraphs are gone before folding looks at them;
 //  - fold-constants then folds what depends on constants and static dims;
@@ -20,6 +22,7 @@ std::vector<std::string> pipelineForLevel(int level) {
   auto add = [&](std::initializer_list<const char *> names) {
     for (const char *name : names) passes.emplace_back(name);
   };
+  add({"decompose"});
   if (level <= 0) return passes;
   // -O1: cheap cleanups that every later stage relies on.
   add({"canonicalize", "fold-constants", "dce"});

@@ -118,6 +118,10 @@ private:
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
   std::string perturbNode_;
+  // KILN_DEBUG_GENERAL (for tests of the general variants): no specialized
+  // elementwise, reduction or copy steps; every such node runs its op's
+  // dispatch, as a specialized step does when a run's shapes do not fit it.
+  bool generalOnly_ = std::getenv("KILN_DEBUG_GENERAL") != nullptr;
 
 public:
   int perturbedSteps = 0;
@@ -481,8 +485,8 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
   // dispatch as the general variant), the op's Kernel IR dispatch, a host
   // op.
   if (tryMicrokernel(scope, node)) return Status::success();
-  if (tryElementwise(scope, node)) return Status::success();
-  if (tryReduction(scope, node)) return Status::success();
+  if (!generalOnly_ && tryElementwise(scope, node)) return Status::success();
+  if (!generalOnly_ && tryReduction(scope, node)) return Status::success();
   std::vector<int> in;
   for (const Value *v : node.inputs()) {
     if (!v) {
@@ -500,7 +504,7 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       if (v) newSlot(scope, v);
   };
   const bool hasRegions = !node.regions().empty();
-  if (!hasRegions)
+  if (!hasRegions && !generalOnly_)
     if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, nullptr)) {
       copy->generalVariant = generalVariantOf(scope, node, in, out);
       claimOutputs();
