@@ -375,6 +375,7 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
       d_.beginKernel();
       const int j = d_.loop(rest, {Schedule::Kind::Vector, kVectorWidth});
       auto at = [&](SVal stride) {
+        if (d_.constant(stride) == 0) return kir::Affine{}; // 0 * base would be a param
         kir::Affine a = d_.term(d_.mul(stride, base));
         return d_.addTerm(a, stride, j);
       };

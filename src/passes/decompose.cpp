@@ -6,8 +6,7 @@
 //
 // Before: a verified, topologically sorted model.
 // After:  no Gemm over matrices; no Einsum whose equation the interpreter
-//         accepts over operands of known rank (except diagonals over
-//         symbolic dims); no NegativeLogLikelihoodLoss or
+//         accepts over operands of known rank; no NegativeLogLikelihoodLoss or
 //         SoftmaxCrossEntropyLoss over inputs of known rank; no Dropout
 //         whose constant training_mode and ratio make it a copy (training
 //         with a non-zero ratio, the interpreter's error, stays). Results
@@ -23,7 +22,8 @@
 //     bias into the matmul microkernel. 16-bit floats compute in f32 as
 //     the interpreter does; integers scaled by alpha/beta in f64.
 //  2. Einsum: per operand, diagonals of repeated labels (Transpose,
-//     Reshape, Gather of every n+1-th element) and sums over labels only
+//     Reshape, Gather of every n+1-th element, the indices a Range when n
+//     is symbolic) and sums over labels only
 //     it has; then operands contract left to right: labels both have and a
 //     later operand or the output needs are batch dims, labels only one has
 //     are summed out of it first, the rest are the M, N and K of one
@@ -113,6 +113,12 @@ public:
   // which takes from's name (and its node the root's).
   bool finish(Value *from, Value *to) {
     to->setName("");
+    // The root's type may know more (a symbol where inference of the
+    // pieces gives "?"); it is the same value.
+    const Type &t = from->type();
+    if (t.isTensor() && to->type().isTensor() && t.dtype() == to->type().dtype() &&
+        t.shape().rankKnown && t.shape().rank() == to->type().shape().rank())
+      to->setType(t);
     if (to->producer()) to->producer()->setName(root_.name());
     return rw_.replace(from, to);
   }
@@ -301,9 +307,8 @@ class EinsumBuilder {
 public:
   EinsumBuilder(Builder &bd, std::vector<int> output) : bd_(bd), output_(std::move(output)) {}
 
-  // Removes repeated labels of one operand; false where a diagonal runs
-  // over symbolic dims.
-  bool diagonals(Term &t);
+  // Removes repeated labels of one operand.
+  void diagonals(Term &t);
   // Sums `t` over its labels that are not in `keep`.
   void sumLabelsExcept(Term &t, const std::set<int> &keep);
   Term contract(Term a, Term b, const std::set<int> &kept);
@@ -340,6 +345,17 @@ private:
     }
     return size;
   }
+  // The indices 0, n+1, 2(n+1).. of a diagonal of n = dim `axis` of `v`
+  // (symbolic). Dims that differ at run time make the gather fail.
+  Value *dynamicDiagonal(Value *v, int axis) {
+    Value *dims = bd_.op(OpKind::Shape, {v}, tag("dims"));
+    Value *n = bd_.op(OpKind::Gather, {dims, bd_.scalar(DType::I64, axis, tag("axis"))},
+                      tag("n"), {{"axis", Attribute::ofInt(0)}});
+    Value *count = bd_.op(OpKind::Mul, {n, n}, tag("nn"));
+    Value *step = bd_.op(OpKind::Add, {n, bd_.scalar(DType::I64, 1, tag("one"))}, tag("step"));
+    return bd_.op(OpKind::Range, {bd_.scalar(DType::I64, 0, tag("zero")), count, step},
+                  tag("diagidx"));
+  }
   std::optional<Term> matmul(Term a, Term b, const std::vector<int> &batch,
                              const std::vector<int> &m, const std::vector<int> &k,
                              const std::vector<int> &n);
@@ -351,7 +367,7 @@ private:
   int step_ = 0;
 };
 
-bool EinsumBuilder::diagonals(Term &t) {
+void EinsumBuilder::diagonals(Term &t) {
   for (size_t p = 0; p < t.labels.size(); ++p)
     for (size_t q = p + 1; q < t.labels.size(); ++q) {
       if (t.labels[p] != t.labels[q]) continue;
@@ -364,9 +380,7 @@ bool EinsumBuilder::diagonals(Term &t) {
         squeeze(t, int(p));
         return diagonals(t);
       }
-      if (!dp.isStatic() || !(dp == dq)) return false;
       // [..., n, n] -> [..., n*n] -> every (n+1)-th element.
-      const int64_t n = dp.value();
       std::vector<int> labels;
       for (size_t i = 0; i < t.labels.size(); ++i)
         if (i != p && i != q) labels.push_back(t.labels[i]);
@@ -378,17 +392,24 @@ bool EinsumBuilder::diagonals(Term &t) {
       perm.push_back(int64_t(q));
       Value *v = bd_.transpose(t.v, perm, tag("diagt"));
       std::vector<int64_t> shape(labels.size(), 0); // 0: keep the dim
-      shape.push_back(n * n);
+      Value *picks;
+      if (dp.isStatic() && dp == dq) {
+        const int64_t n = dp.value();
+        shape.push_back(n * n);
+        std::vector<int64_t> at;
+        for (int64_t i = 0; i < n; ++i) at.push_back(i * (n + 1));
+        picks = bd_.ints(at, tag("diagidx"));
+      } else { // Range(0, n*n, n+1) with n read on every run
+        shape.push_back(-1);
+        picks = dynamicDiagonal(t.v, int(p));
+      }
       v = reshape(v, shape);
-      std::vector<int64_t> picks;
-      for (int64_t i = 0; i < n; ++i) picks.push_back(i * (n + 1));
-      v = bd_.op(OpKind::Gather, {v, bd_.ints(picks, tag("diagidx"))}, tag("diag"),
+      v = bd_.op(OpKind::Gather, {v, picks}, tag("diag"),
                  {{"axis", Attribute::ofInt(int64_t(labels.size()))}});
       labels.push_back(label);
       t = {v, labels};
       return diagonals(t);
     }
-  return true;
 }
 
 void EinsumBuilder::sumLabelsExcept(Term &t, const std::set<int> &keep) {
@@ -520,22 +541,12 @@ bool decomposeEinsum(Node &root, Rewriter &rw) {
   const DType t = dtypeOf(root.input(0));
   for (const Term &op : operands)
     if (dtypeOf(op.v) != t || !isNumeric(t)) return false;
-  // Diagonals over symbolic dims are the one form left as it is: check
-  // before building anything.
-  for (const Term &op : operands)
-    for (size_t p = 0; p < op.labels.size(); ++p)
-      for (size_t q = p + 1; q < op.labels.size(); ++q)
-        if (op.labels[p] == op.labels[q]) {
-          const Dim &dp = dimOf(op.v, int(p)), &dq = dimOf(op.v, int(q));
-          const bool one = (dp.isStatic() && dp.value() == 1) || (dq.isStatic() && dq.value() == 1);
-          if (!one && !(dp.isStatic() && dp == dq)) return false;
-        }
   Builder bd(rw, root);
   EinsumBuilder eb(bd, output);
   const DType ct = isHalf(t) ? DType::F32 : t; // the interpreter sums 16-bit floats in f32
   for (size_t i = 0; i < operands.size(); ++i) {
     operands[i].v = bd.cast(operands[i].v, ct, "in" + std::to_string(i));
-    if (!eb.diagonals(operands[i])) return false; // excluded above
+    eb.diagonals(operands[i]);
   }
   for (size_t i = 0; i < operands.size(); ++i) {
     std::set<int> keep(output.begin(), output.end());

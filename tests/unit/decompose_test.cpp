@@ -195,6 +195,10 @@ TEST(DecomposeNumerics, EinsumWithSymbolicDims) {
                                  "  %z = Einsum(%a, %b) {equation = \"bij,bjk->ik\"} : f32[4,k]\n");
   expectDecomposed(text, {randomTensor(DType::F32, {2, 4, 3}, 5), randomTensor(DType::F32, {2, 3, 6}, 6)},
                    OpKind::Einsum);
+  const std::string diag = model("%x: f32[b,k,k]", "%y",
+                                 "  %y = Einsum(%x) {equation = \"bii->bi\"} : f32[b,k]\n");
+  for (int64_t k : {1, 4})
+    expectDecomposed(diag, {randomTensor(DType::F32, {2, k, k}, 9)}, OpKind::Einsum);
   const std::string text2 = model("%a: f32[n,m,4], %b: f32[n,m,4]", "%y",
                                   "  %y = Einsum(%a, %b) {equation = \"abc,abd->cd\"} : f32[4,4]\n");
   expectDecomposed(text2, {randomTensor(DType::F32, {2, 3, 4}, 7), randomTensor(DType::F32, {2, 3, 4}, 8)},
