@@ -314,6 +314,9 @@ TEST(FuseBatchnorm, FoldsIntoConvWithoutBias) {
 TEST(FuseBatchnorm, FoldsThroughABiasAdd) {
   expectPassOutput("fuse-batchnorm", "folds_through_a_bias_add");
 }
+TEST(FuseBatchnorm, FoldsThroughAMatMulBiasAdd) {
+  expectPassOutput("fuse-batchnorm", "folds_through_a_matmul_bias_add");
+}
 TEST(FuseBatchnorm, FoldsIntoGemm) {
   expectPassOutput("fuse-batchnorm", "folds_into_gemm");
 }
