@@ -49,8 +49,8 @@ constexpr int64_t kBlock = 1024; // elements per parallel iteration of a flat sp
 // The values and nodes one lowering computes: a single node, or a Fused
 // node's region (whose inputs are the node's inputs in order).
 struct Group {
-  std::vector<const Value *> inputs; // buffer in(i); null: absent optional input
-  std::vector<const Node *> nodes;   // the nodes some output depends on, in order
+  std::vector<const Value *> inputs;  // buffer in(i); null: absent optional input
+  std::vector<const Node *> nodes;    // the nodes some output depends on, in order
   std::vector<const Value *> outputs; // buffer out(o)
 };
 
@@ -99,8 +99,8 @@ private:
   std::unordered_map<const Value *, Dims> shapes_;
   std::vector<bool> loaded_; // per input: read per element by some node
   Dims iter_;
-  std::vector<Dim> iterIr_; // the iteration dims as the graph types know them
-  std::vector<std::vector<Fit>> fits_; // [buffer][iteration dim]
+  std::vector<Dim> iterIr_;                   // the iteration dims as the graph types know them
+  std::vector<std::vector<Fit>> fits_;        // [buffer][iteration dim]
   std::vector<std::vector<SVal>> contiguous_; // [buffer][own axis]
   std::map<std::string, int> codes_;
   SVal guessesHold_;
@@ -137,7 +137,8 @@ Status ElementwiseLowering::computeShapes() {
   for (const Node *n : g_.nodes) {
     for (int i = 0; i < numOperands(*n); ++i)
       if (const Value *v = n->input(i)) {
-        if (!shapes_.count(v)) return makeError(n->describe(), ": input '", v->name(), "' is not computed here");
+        if (!shapes_.count(v))
+          return makeError(n->describe(), ": input '", v->name(), "' is not computed here");
         for (size_t j = 0; j < g_.inputs.size(); ++j) loaded_[j] = loaded_[j] || g_.inputs[j] == v;
       }
     const Value *x = n->input(0);
@@ -162,8 +163,8 @@ Status ElementwiseLowering::computeShapes() {
     }
     const Shape &declared = n->output(0)->type().shape();
     if (declared.rankKnown && declared.rank() != int64_t(out.size()))
-      return makeError(n->describe(), ": output rank ", declared.rank(), " is not the broadcast rank ",
-                       out.size());
+      return makeError(n->describe(), ": output rank ", declared.rank(),
+                       " is not the broadcast rank ", out.size());
     shapes_[n->output(0)] = std::move(out);
   }
   std::vector<const Value *> outputs;
@@ -205,8 +206,10 @@ Expected<Dims> ElementwiseLowering::broadcast(const std::vector<const Value *> &
         open.push_back(dim);
     }
     SVal r = d_.c(1);
-    if (decided) r = *decided;
-    else if (open.size() == 1) r = open[0];
+    if (decided)
+      r = *decided;
+    else if (open.size() == 1)
+      r = open[0];
     else
       for (SVal dim : open) r = d_.select(d_.eq(dim, d_.c(1)), r, dim);
     for (SVal dim : dims) {
@@ -215,8 +218,9 @@ Expected<Dims> ElementwiseLowering::broadcast(const std::vector<const Value *> &
       if (auto k2 = d_.constant(ok); k2 && !*k2)
         return makeError(what, ": shapes do not broadcast (dim ", *d_.constant(dim), " against ",
                          *d_.constant(r), " at axis ", k, " of ", rank, ")");
-      d_.check(ok, what + ": shapes do not broadcast (dim {} against {} at axis " +
-                       std::to_string(k) + " of " + std::to_string(rank) + ")",
+      d_.check(ok,
+               what + ": shapes do not broadcast (dim {} against {} at axis " + std::to_string(k) +
+                   " of " + std::to_string(rank) + ")",
                {dim, r});
     }
     out[k] = r;
@@ -271,8 +275,10 @@ void ElementwiseLowering::computeFits() {
       const size_t a = k - (rank - s.size());
       const auto value = d_.constant(s[a]), it = d_.constant(iter_[k]);
       Fit &f = fits_[size_t(b)][k];
-      if (value && *value == 1) f = Fit::Bcast;
-      else if (s[a].id == iter_[k].id || (value && it && *value == *it)) f = Fit::Full;
+      if (value && *value == 1)
+        f = Fit::Bcast;
+      else if (s[a].id == iter_[k].id || (value && it && *value == *it))
+        f = Fit::Full;
       else if (type.rankKnown && size_t(type.rank()) == s.size() && type.dims[a].isSymbol() &&
                type.dims[a] == iterIr_[k]) {
         f = Fit::Guess;
@@ -330,10 +336,11 @@ std::vector<LoopDim> ElementwiseLowering::plan(bool trustGuesses) {
         if (!used(b)) continue;
         const Dims &s = shapes_.at(g_.outputs[o]);
         const Fit f = fitOf(b, k);
-        if (f == Fit::Bcast) l.flag[o] = d_.c(1);
+        if (f == Fit::Bcast)
+          l.flag[o] = d_.c(1);
         else if (f != Fit::Full)
-          l.flag[o] = d_.land(d_.eq(s[k - (iter_.size() - s.size())], d_.c(1)),
-                              d_.ne(iter_[k], d_.c(1)));
+          l.flag[o] =
+              d_.land(d_.eq(s[k - (iter_.size() - s.size())], d_.c(1)), d_.ne(iter_[k], d_.c(1)));
       }
       loops.push_back(std::move(l));
     }
@@ -347,8 +354,8 @@ std::vector<LoopDim> ElementwiseLowering::plan(bool trustGuesses) {
 Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal enabled) {
   if (loops.empty()) { // a scalar: one element, no loop
     d_.beginKernel();
-    KILN_RETURN_IF_ERROR(emitBody([](int) { return kir::Affine{}; },
-                                  [](int) { return kir::Affine{}; }));
+    KILN_RETURN_IF_ERROR(
+        emitBody([](int) { return kir::Affine{}; }, [](int) { return kir::Affine{}; }));
     d_.endKernel();
     return Status::success();
   }
@@ -393,8 +400,10 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
   std::vector<int> vars;
   for (size_t k = 0; k < loops.size(); ++k) {
     Schedule s;
-    if (k == 0) s = {Schedule::Kind::Parallel, 1};
-    else if (k + 1 == loops.size()) s = {Schedule::Kind::Vector, kVectorWidth};
+    if (k == 0)
+      s = {Schedule::Kind::Parallel, 1};
+    else if (k + 1 == loops.size())
+      s = {Schedule::Kind::Vector, kVectorWidth};
     vars.push_back(d_.loop(k == 0 ? outer : loops[k].extent, s));
   }
   auto sum = [&](auto pick) {
@@ -402,9 +411,9 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
     for (size_t k = 0; k < loops.size(); ++k) d_.addTerm(a, pick(loops[k]), vars[k]);
     return a;
   };
-  KILN_RETURN_IF_ERROR(emitBody(
-      [&](int b) { return sum([&](const LoopDim &l) { return l.stride[size_t(b)]; }); },
-      [&](int o) { return sum([&](const LoopDim &l) { return l.flag[size_t(o)]; }); }));
+  KILN_RETURN_IF_ERROR(
+      emitBody([&](int b) { return sum([&](const LoopDim &l) { return l.stride[size_t(b)]; }); },
+               [&](int o) { return sum([&](const LoopDim &l) { return l.flag[size_t(o)]; }); }));
   for (size_t k = 0; k < loops.size(); ++k) d_.kb().endLoop();
   d_.endKernel();
   return Status::success();

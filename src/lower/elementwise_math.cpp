@@ -9,11 +9,17 @@ namespace {
 
 using kir::Opcode;
 
-bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
+bool isHalf(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
 // The type an op's arithmetic runs in: 16-bit floats widen to f32, as the
 // interpreter's ComputeType does.
-DType computeTypeOf(DType t) { return isHalf(t) ? DType::F32 : t; }
-DType dtypeOf(const Value *v) { return v->type().dtype(); }
+DType computeTypeOf(DType t) {
+  return isHalf(t) ? DType::F32 : t;
+}
+DType dtypeOf(const Value *v) {
+  return v->type().dtype();
+}
 
 // Instructions of one type, named as the interpreter's expressions read.
 class Scalar {
@@ -66,38 +72,65 @@ private:
 
 Opcode compareOpcode(OpKind op) {
   switch (op) {
-  case OpKind::Equal: return Opcode::Eq;
-  case OpKind::Greater: return Opcode::Gt;
-  case OpKind::GreaterOrEqual: return Opcode::Ge;
-  case OpKind::Less: return Opcode::Lt;
-  default: return Opcode::Le;
+  case OpKind::Equal:
+    return Opcode::Eq;
+  case OpKind::Greater:
+    return Opcode::Gt;
+  case OpKind::GreaterOrEqual:
+    return Opcode::Ge;
+  case OpKind::Less:
+    return Opcode::Lt;
+  default:
+    return Opcode::Le;
   }
 }
 
 Opcode unaryOpcode(OpKind op) {
   switch (op) {
-  case OpKind::Floor: return Opcode::Floor;
-  case OpKind::Ceil: return Opcode::Ceil;
-  case OpKind::Round: return Opcode::Round; // half to even, as nearbyint
-  case OpKind::Sqrt: return Opcode::Sqrt;
-  case OpKind::Reciprocal: return Opcode::Recip;
-  case OpKind::Exp: return Opcode::Exp;
-  case OpKind::Log: return Opcode::Log;
-  case OpKind::Sin: return Opcode::Sin;
-  case OpKind::Cos: return Opcode::Cos;
-  case OpKind::Tan: return Opcode::Tan;
-  case OpKind::Asin: return Opcode::Asin;
-  case OpKind::Acos: return Opcode::Acos;
-  case OpKind::Atan: return Opcode::Atan;
-  case OpKind::Sinh: return Opcode::Sinh;
-  case OpKind::Cosh: return Opcode::Cosh;
-  case OpKind::Asinh: return Opcode::Asinh;
-  case OpKind::Acosh: return Opcode::Acosh;
-  case OpKind::Atanh: return Opcode::Atanh;
-  case OpKind::Sigmoid: return Opcode::Sigmoid;
-  case OpKind::Tanh: return Opcode::Tanh;
-  case OpKind::Erf: return Opcode::Erf;
-  default: return Opcode::Const; // not a plain unary op
+  case OpKind::Floor:
+    return Opcode::Floor;
+  case OpKind::Ceil:
+    return Opcode::Ceil;
+  case OpKind::Round:
+    return Opcode::Round; // half to even, as nearbyint
+  case OpKind::Sqrt:
+    return Opcode::Sqrt;
+  case OpKind::Reciprocal:
+    return Opcode::Recip;
+  case OpKind::Exp:
+    return Opcode::Exp;
+  case OpKind::Log:
+    return Opcode::Log;
+  case OpKind::Sin:
+    return Opcode::Sin;
+  case OpKind::Cos:
+    return Opcode::Cos;
+  case OpKind::Tan:
+    return Opcode::Tan;
+  case OpKind::Asin:
+    return Opcode::Asin;
+  case OpKind::Acos:
+    return Opcode::Acos;
+  case OpKind::Atan:
+    return Opcode::Atan;
+  case OpKind::Sinh:
+    return Opcode::Sinh;
+  case OpKind::Cosh:
+    return Opcode::Cosh;
+  case OpKind::Asinh:
+    return Opcode::Asinh;
+  case OpKind::Acosh:
+    return Opcode::Acosh;
+  case OpKind::Atanh:
+    return Opcode::Atanh;
+  case OpKind::Sigmoid:
+    return Opcode::Sigmoid;
+  case OpKind::Tanh:
+    return Opcode::Tanh;
+  case OpKind::Erf:
+    return Opcode::Erf;
+  default:
+    return Opcode::Const; // not a plain unary op
   }
 }
 
@@ -105,8 +138,7 @@ Opcode unaryOpcode(OpKind op) {
 // results are computed in the compute type and rounded back once.
 class OpEmitter {
 public:
-  OpEmitter(kir::KernelBuilder &b, const Node &n, const std::vector<int> &in,
-            const RaiseFn &raise)
+  OpEmitter(kir::KernelBuilder &b, const Node &n, const std::vector<int> &in, const RaiseFn &raise)
       : b_(b), n_(n), in_(in), raise_(raise), t_(dtypeOf(n.input(0))), ct_(computeTypeOf(t_)),
         out_(dtypeOf(n.output(0))), s_(b, ct_) {}
 
@@ -150,23 +182,40 @@ private:
 Expected<int> OpEmitter::emit() {
   const int x = in_[0];
   switch (n_.op()) {
-  case OpKind::Identity: case OpKind::Dropout: return x;
-  case OpKind::Cast: case OpKind::CastLike: return out_ == t_ ? x : b_.cast(out_, t_, x);
-  case OpKind::Where: return b_.select(out_, x, in_[1], in_[2]);
-  case OpKind::Not: case OpKind::And: case OpKind::Or: case OpKind::Xor:
-  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
-  case OpKind::BitwiseXor: case OpKind::BitShift:
+  case OpKind::Identity:
+  case OpKind::Dropout:
+    return x;
+  case OpKind::Cast:
+  case OpKind::CastLike:
+    return out_ == t_ ? x : b_.cast(out_, t_, x);
+  case OpKind::Where:
+    return b_.select(out_, x, in_[1], in_[2]);
+  case OpKind::Not:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::BitwiseNot:
+  case OpKind::BitwiseAnd:
+  case OpKind::BitwiseOr:
+  case OpKind::BitwiseXor:
+  case OpKind::BitShift:
     return logic();
-  case OpKind::Equal: case OpKind::Greater: case OpKind::GreaterOrEqual: case OpKind::Less:
+  case OpKind::Equal:
+  case OpKind::Greater:
+  case OpKind::GreaterOrEqual:
+  case OpKind::Less:
   case OpKind::LessOrEqual:
     return compare();
   case OpKind::IsNaN: {
     const int v = arg(0);
     return s_.cmp(Opcode::Ne, v, v);
   }
-  case OpKind::IsInf: return isInf();
-  case OpKind::Pow: return power();
-  default: break;
+  case OpKind::IsInf:
+    return isInf();
+  case OpKind::Pow:
+    return power();
+  default:
+    break;
   }
   KILN_ASSIGN_OR_RETURN(int r, numeric());
   return narrow(r);
@@ -175,10 +224,18 @@ Expected<int> OpEmitter::emit() {
 int OpEmitter::logic() {
   const int x = in_[0];
   switch (n_.op()) {
-  case OpKind::Not: case OpKind::BitwiseNot: return b_.unary(Opcode::Not, t_, x);
-  case OpKind::And: case OpKind::BitwiseAnd: return b_.binary(Opcode::And, t_, x, in_[1]);
-  case OpKind::Or: case OpKind::BitwiseOr: return b_.binary(Opcode::Or, t_, x, in_[1]);
-  case OpKind::Xor: case OpKind::BitwiseXor: return b_.binary(Opcode::Xor, t_, x, in_[1]);
+  case OpKind::Not:
+  case OpKind::BitwiseNot:
+    return b_.unary(Opcode::Not, t_, x);
+  case OpKind::And:
+  case OpKind::BitwiseAnd:
+    return b_.binary(Opcode::And, t_, x, in_[1]);
+  case OpKind::Or:
+  case OpKind::BitwiseOr:
+    return b_.binary(Opcode::Or, t_, x, in_[1]);
+  case OpKind::Xor:
+  case OpKind::BitwiseXor:
+    return b_.binary(Opcode::Xor, t_, x, in_[1]);
   default: // BitShift: shifts by the width or more give 0, as the interpreter's
     return b_.binary(n_.getString("direction") == "LEFT" ? Opcode::Shl : Opcode::Shr, t_, x,
                      in_[1]);
@@ -211,19 +268,35 @@ Expected<int> OpEmitter::numeric() {
   const Opcode unary = unaryOpcode(n_.op());
   if (unary != Opcode::Const) return s_.un(unary, x);
   switch (n_.op()) {
-  case OpKind::Abs: return isUnsignedInt(ct_) ? x : s_.un(Opcode::Abs, x);
-  case OpKind::Neg: return s_.un(Opcode::Neg, x);
-  case OpKind::Sign: return sign(x);
-  case OpKind::Shrink: return shrink(x);
-  case OpKind::Add: return s_.add(x, arg(1));
-  case OpKind::Sub: return s_.sub(x, arg(1));
-  case OpKind::Mul: return s_.mul(x, arg(1));
-  case OpKind::Div: return divide(x, arg(1));
-  case OpKind::Mod: return modulo(x, arg(1));
-  case OpKind::PRelu: return s_.sel(s_.lt(x, s_.c(0)), s_.mul(arg(1), x), x);
-  case OpKind::Max: case OpKind::Min: case OpKind::Sum: case OpKind::Mean: return variadic();
-  case OpKind::Clip: return clip(x);
-  default: return activation(x);
+  case OpKind::Abs:
+    return isUnsignedInt(ct_) ? x : s_.un(Opcode::Abs, x);
+  case OpKind::Neg:
+    return s_.un(Opcode::Neg, x);
+  case OpKind::Sign:
+    return sign(x);
+  case OpKind::Shrink:
+    return shrink(x);
+  case OpKind::Add:
+    return s_.add(x, arg(1));
+  case OpKind::Sub:
+    return s_.sub(x, arg(1));
+  case OpKind::Mul:
+    return s_.mul(x, arg(1));
+  case OpKind::Div:
+    return divide(x, arg(1));
+  case OpKind::Mod:
+    return modulo(x, arg(1));
+  case OpKind::PRelu:
+    return s_.sel(s_.lt(x, s_.c(0)), s_.mul(arg(1), x), x);
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Sum:
+  case OpKind::Mean:
+    return variadic();
+  case OpKind::Clip:
+    return clip(x);
+  default:
+    return activation(x);
   }
 }
 
@@ -233,10 +306,14 @@ int OpEmitter::activation(int x) {
   Scalar &s = s_;
   const int zero = s.c(0), one = s.c(1);
   switch (n_.op()) {
-  case OpKind::Relu: return isUnsignedInt(ct_) ? x : s.sel(s.lt(x, zero), zero, x);
-  case OpKind::LeakyRelu: return s.sel(s.lt(x, zero), s.mul(s.c(attr("alpha")), x), x);
-  case OpKind::ThresholdedRelu: return s.sel(s.gt(x, s.c(attr("alpha"))), x, zero);
-  case OpKind::Elu: return s.sel(s.lt(x, zero), s.mul(s.c(attr("alpha")), s.expm1(x)), x);
+  case OpKind::Relu:
+    return isUnsignedInt(ct_) ? x : s.sel(s.lt(x, zero), zero, x);
+  case OpKind::LeakyRelu:
+    return s.sel(s.lt(x, zero), s.mul(s.c(attr("alpha")), x), x);
+  case OpKind::ThresholdedRelu:
+    return s.sel(s.gt(x, s.c(attr("alpha"))), x, zero);
+  case OpKind::Elu:
+    return s.sel(s.lt(x, zero), s.mul(s.c(attr("alpha")), s.expm1(x)), x);
   case OpKind::Selu: {
     const int alpha = s.c(attr("alpha")), gamma = s.c(attr("gamma"));
     const int negative = s.mul(gamma, s.sub(s.mul(alpha, s.un(Opcode::Exp, x)), alpha));
@@ -254,9 +331,12 @@ int OpEmitter::activation(int x) {
     const int v = s.add(s.div(x, s.c(6)), s.c(0.5));
     return s.mul(x, s.stdMax(s.stdMin(v, one), zero));
   }
-  case OpKind::Softplus: return s.softplus(x);
-  case OpKind::Softsign: return s.div(x, s.add(one, s.un(Opcode::Abs, x)));
-  case OpKind::Mish: return s.mul(x, s.un(Opcode::Tanh, s.softplus(x)));
+  case OpKind::Softplus:
+    return s.softplus(x);
+  case OpKind::Softsign:
+    return s.div(x, s.add(one, s.un(Opcode::Abs, x)));
+  case OpKind::Mish:
+    return s.mul(x, s.un(Opcode::Tanh, s.softplus(x)));
   default: { // Gelu
     const int half = s.mul(s.c(0.5), x);
     if (n_.getString("approximate") == "tanh") {
@@ -359,8 +439,9 @@ int OpEmitter::intPower(int base, int exponent) {
   const int bits = int(dtypeSize(tb) * 8) - (isSignedInt(tb) ? 1 : 0);
   int result = s.c(1), square = base;
   for (int k = 0; k < bits; ++k) {
-    const int bit = u.cmp(Opcode::Ne, u.bin(Opcode::And, e, b_.intConstant(DType::U64, int64_t(uint64_t{1} << k))),
-                          u.c(0));
+    const int bit =
+        u.cmp(Opcode::Ne,
+              u.bin(Opcode::And, e, b_.intConstant(DType::U64, int64_t(uint64_t{1} << k))), u.c(0));
     result = s.sel(bit, s.mul(result, square), result);
     if (k + 1 < bits) square = s.mul(square, square);
   }

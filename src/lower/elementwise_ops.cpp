@@ -11,7 +11,9 @@ namespace {
 
 using kir::Opcode;
 
-DType dtypeOf(const Value *v) { return v->type().dtype(); }
+DType dtypeOf(const Value *v) {
+  return v->type().dtype();
+}
 
 // Which element types an op's first input takes (the interpreter's
 // dispatchFloat / dispatchArith / dispatchInt and binary<Types::...>).
@@ -19,12 +21,18 @@ enum class Kinds { Float, Numeric, Int, Unsigned, Bool, Any };
 
 bool inKinds(Kinds k, DType t) {
   switch (k) {
-  case Kinds::Float: return isFloat(t);
-  case Kinds::Numeric: return isNumeric(t);
-  case Kinds::Int: return isInt(t);
-  case Kinds::Unsigned: return isUnsignedInt(t);
-  case Kinds::Bool: return t == DType::Bool;
-  case Kinds::Any: return t != DType::String;
+  case Kinds::Float:
+    return isFloat(t);
+  case Kinds::Numeric:
+    return isNumeric(t);
+  case Kinds::Int:
+    return isInt(t);
+  case Kinds::Unsigned:
+    return isUnsignedInt(t);
+  case Kinds::Bool:
+    return t == DType::Bool;
+  case Kinds::Any:
+    return t != DType::String;
   }
   return false;
 }
@@ -38,35 +46,87 @@ struct Rule {
 
 std::optional<Rule> ruleOf(OpKind op) {
   switch (op) {
-  case OpKind::Floor: case OpKind::Ceil: case OpKind::Round: case OpKind::Sqrt:
-  case OpKind::Reciprocal: case OpKind::Exp: case OpKind::Log: case OpKind::Sin:
-  case OpKind::Cos: case OpKind::Tan: case OpKind::Asin: case OpKind::Acos: case OpKind::Atan:
-  case OpKind::Sinh: case OpKind::Cosh: case OpKind::Asinh: case OpKind::Acosh:
-  case OpKind::Atanh: case OpKind::Sigmoid: case OpKind::Tanh: case OpKind::Erf:
-  case OpKind::IsNaN: case OpKind::IsInf: case OpKind::LeakyRelu: case OpKind::Elu:
-  case OpKind::Selu: case OpKind::Celu: case OpKind::HardSigmoid: case OpKind::HardSwish:
-  case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
-  case OpKind::Mish: case OpKind::Gelu:
+  case OpKind::Floor:
+  case OpKind::Ceil:
+  case OpKind::Round:
+  case OpKind::Sqrt:
+  case OpKind::Reciprocal:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
+  case OpKind::Asin:
+  case OpKind::Acos:
+  case OpKind::Atan:
+  case OpKind::Sinh:
+  case OpKind::Cosh:
+  case OpKind::Asinh:
+  case OpKind::Acosh:
+  case OpKind::Atanh:
+  case OpKind::Sigmoid:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::IsNaN:
+  case OpKind::IsInf:
+  case OpKind::LeakyRelu:
+  case OpKind::Elu:
+  case OpKind::Selu:
+  case OpKind::Celu:
+  case OpKind::HardSigmoid:
+  case OpKind::HardSwish:
+  case OpKind::Softplus:
+  case OpKind::Softsign:
+  case OpKind::ThresholdedRelu:
+  case OpKind::Mish:
+  case OpKind::Gelu:
     return Rule{Kinds::Float, true};
-  case OpKind::Abs: case OpKind::Neg: case OpKind::Sign: case OpKind::Relu:
-  case OpKind::Shrink: case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Mod: case OpKind::PRelu: case OpKind::Max: case OpKind::Min: case OpKind::Sum:
-  case OpKind::Mean: case OpKind::Clip:
+  case OpKind::Abs:
+  case OpKind::Neg:
+  case OpKind::Sign:
+  case OpKind::Relu:
+  case OpKind::Shrink:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Mod:
+  case OpKind::PRelu:
+  case OpKind::Max:
+  case OpKind::Min:
+  case OpKind::Sum:
+  case OpKind::Mean:
+  case OpKind::Clip:
     return Rule{Kinds::Numeric, true};
-  case OpKind::Pow: return Rule{Kinds::Numeric, false}; // any numeric exponent
-  case OpKind::BitwiseNot: case OpKind::BitwiseAnd: case OpKind::BitwiseOr:
+  case OpKind::Pow:
+    return Rule{Kinds::Numeric, false}; // any numeric exponent
+  case OpKind::BitwiseNot:
+  case OpKind::BitwiseAnd:
+  case OpKind::BitwiseOr:
   case OpKind::BitwiseXor:
     return Rule{Kinds::Int, true};
-  case OpKind::BitShift: return Rule{Kinds::Unsigned, true};
-  case OpKind::Not: case OpKind::And: case OpKind::Or: case OpKind::Xor:
+  case OpKind::BitShift:
+    return Rule{Kinds::Unsigned, true};
+  case OpKind::Not:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
     return Rule{Kinds::Bool, true};
-  case OpKind::Equal: case OpKind::Greater: case OpKind::GreaterOrEqual: case OpKind::Less:
+  case OpKind::Equal:
+  case OpKind::Greater:
+  case OpKind::GreaterOrEqual:
+  case OpKind::Less:
   case OpKind::LessOrEqual:
     return Rule{Kinds::Any, true};
-  case OpKind::Where: return Rule{Kinds::Bool, false}; // x and y checked apart
-  case OpKind::Cast: case OpKind::CastLike: case OpKind::Identity: case OpKind::Dropout:
+  case OpKind::Where:
+    return Rule{Kinds::Bool, false}; // x and y checked apart
+  case OpKind::Cast:
+  case OpKind::CastLike:
+  case OpKind::Identity:
+  case OpKind::Dropout:
     return Rule{Kinds::Any, false};
-  default: return std::nullopt;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -83,9 +143,13 @@ std::string typesOf(const Node &n) {
 
 } // namespace
 
-bool isLowerableDType(DType t) { return t != DType::String; }
+bool isLowerableDType(DType t) {
+  return t != DType::String;
+}
 
-bool isElementwiseOp(OpKind op) { return ruleOf(op).has_value(); }
+bool isElementwiseOp(OpKind op) {
+  return ruleOf(op).has_value();
+}
 
 Status checkElementwiseForm(const Node &n) {
   std::optional<Rule> rule = ruleOf(n.op());
@@ -124,7 +188,8 @@ Status checkElementwiseForm(const Node &n) {
     if (n.getString("direction") != "LEFT" && n.getString("direction") != "RIGHT")
       return formError(n, "direction '" + n.getString("direction") + "'");
     break;
-  case OpKind::Identity: case OpKind::Dropout:
+  case OpKind::Identity:
+  case OpKind::Dropout:
     if (dtypeOf(n.output(0)) != t)
       return formError(n, "output dtype " + std::string(dtypeName(dtypeOf(n.output(0)))));
     break;
@@ -143,13 +208,16 @@ std::vector<std::string> elementwiseErrors(const Node &n) {
   const DType t = dtypeOf(n.input(0));
   if (!isInt(t)) return {};
   switch (n.op()) {
-  case OpKind::Div: return {"integer division by zero"};
-  case OpKind::Mod: return {"integer modulo by zero"};
+  case OpKind::Div:
+    return {"integer division by zero"};
+  case OpKind::Mod:
+    return {"integer modulo by zero"};
   case OpKind::Pow:
     if (n.input(1) && isSignedInt(dtypeOf(n.input(1))))
       return {"integer 0 raised to a negative power"};
     return {};
-  default: return {};
+  default:
+    return {};
   }
 }
 

@@ -53,15 +53,21 @@
 namespace kiln {
 namespace {
 
-DType dtypeOf(const Value *v) { return v->type().dtype(); }
-bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
+DType dtypeOf(const Value *v) {
+  return v->type().dtype();
+}
+bool isHalf(DType t) {
+  return t == DType::F16 || t == DType::BF16;
+}
 
 // A ranked tensor's rank, else -1.
 int knownRank(const Value *v) {
   if (!v || !v->type().isTensor() || !v->type().shape().rankKnown) return -1;
   return int(v->type().shape().rank());
 }
-const Dim &dimOf(const Value *v, int axis) { return v->type().shape().dims[size_t(axis)]; }
+const Dim &dimOf(const Value *v, int axis) {
+  return v->type().shape().dims[size_t(axis)];
+}
 
 // Creates the nodes of one decomposition next to its root, each typed by
 // shape inference, each value named <root output>.<tag> (made unique),
@@ -69,8 +75,8 @@ const Dim &dimOf(const Value *v, int axis) { return v->type().shape().dims[size_
 class Builder {
 public:
   Builder(Rewriter &rw, Node &root) : rw_(rw), g_(*root.owner()), root_(root) {
-    base_ = root.output(0) && !root.output(0)->name().empty() ? root.output(0)->name()
-                                                               : root.name();
+    base_ =
+        root.output(0) && !root.output(0)->name().empty() ? root.output(0)->name() : root.name();
     for (const Value *v : g_.inputs()) names_.insert(v->name());
     for (const auto &n : g_.nodes())
       for (const Value *v : n->outputs())
@@ -85,7 +91,9 @@ public:
     n->output(0)->setName(fresh(tag));
     return n->output(0);
   }
-  Value *constant(Tensor t, const std::string &tag) { return rw_.constant(g_, std::move(t), fresh(tag)); }
+  Value *constant(Tensor t, const std::string &tag) {
+    return rw_.constant(g_, std::move(t), fresh(tag));
+  }
   Value *ints(const std::vector<int64_t> &v, const std::string &tag) {
     return constant(Tensor::fromVector(v, {int64_t(v.size())}), tag);
   }
@@ -184,8 +192,10 @@ bool decomposeGemm(Node &root, Rewriter &rw) {
   const Tensor *constB = constantOf(b);
   if (isHalf(t)) B = bd.cast(B, ct, "b");
   if (root.getInt("transB")) {
-    if (constB && !isHalf(t) && rw.numUses(b) == 1) B = bd.constant(transposed(*constB), "bt");
-    else B = bd.transpose(B, {1, 0}, "bt");
+    if (constB && !isHalf(t) && rw.numUses(b) == 1)
+      B = bd.constant(transposed(*constB), "bt");
+    else
+      B = bd.transpose(B, {1, 0}, "bt");
   }
   Value *p = bd.op(OpKind::MatMul, {A, B}, "mm");
   p = bd.cast(p, ct, "mm64");
@@ -240,7 +250,8 @@ std::optional<std::vector<int>> splitTerm(std::string_view term) {
 std::vector<int> expandEllipsis(const std::vector<int> &term, int count, int total) {
   std::vector<int> out;
   for (int l : term) {
-    if (l != -1) out.push_back(l);
+    if (l != -1)
+      out.push_back(l);
     else
       for (int j = 0; j < count; ++j) out.push_back(kEllipsis + total - count + j);
   }
@@ -270,7 +281,8 @@ std::optional<std::pair<std::vector<Term>, std::vector<int>>> parseEinsum(const 
   for (size_t i = 0; i < terms.size(); ++i) {
     const int rank = knownRank(n.input(int(i)));
     if (rank < 0) return std::nullopt;
-    const int letters = int(std::count_if(terms[i].begin(), terms[i].end(), [](int l) { return l >= 0; }));
+    const int letters =
+        int(std::count_if(terms[i].begin(), terms[i].end(), [](int l) { return l >= 0; }));
     ellRank[i] = rank - letters;
     if (ellRank[i] < 0 || (letters == int(terms[i].size()) && ellRank[i] != 0)) return std::nullopt;
     total = std::max(total, ellRank[i]);
@@ -295,7 +307,6 @@ std::optional<std::pair<std::vector<Term>, std::vector<int>>> parseEinsum(const 
   }
   return std::make_pair(std::move(operands), std::move(output));
 }
-
 
 int indexOf(const std::vector<int> &v, int x) {
   auto it = std::find(v.begin(), v.end(), x);
@@ -349,8 +360,8 @@ private:
   // (symbolic). Dims that differ at run time make the gather fail.
   Value *dynamicDiagonal(Value *v, int axis) {
     Value *dims = bd_.op(OpKind::Shape, {v}, tag("dims"));
-    Value *n = bd_.op(OpKind::Gather, {dims, bd_.scalar(DType::I64, axis, tag("axis"))},
-                      tag("n"), {{"axis", Attribute::ofInt(0)}});
+    Value *n = bd_.op(OpKind::Gather, {dims, bd_.scalar(DType::I64, axis, tag("axis"))}, tag("n"),
+                      {{"axis", Attribute::ofInt(0)}});
     Value *count = bd_.op(OpKind::Mul, {n, n}, tag("nn"));
     Value *step = bd_.op(OpKind::Add, {n, bd_.scalar(DType::I64, 1, tag("one"))}, tag("step"));
     return bd_.op(OpKind::Range, {bd_.scalar(DType::I64, 0, tag("zero")), count, step},
@@ -416,8 +427,10 @@ void EinsumBuilder::sumLabelsExcept(Term &t, const std::set<int> &keep) {
   std::vector<int64_t> axes;
   std::vector<int> rest;
   for (size_t i = 0; i < t.labels.size(); ++i) {
-    if (keep.count(t.labels[i])) rest.push_back(t.labels[i]);
-    else axes.push_back(int64_t(i));
+    if (keep.count(t.labels[i]))
+      rest.push_back(t.labels[i]);
+    else
+      axes.push_back(int64_t(i));
   }
   if (axes.empty()) return;
   t.v = bd_.reduceSum(t.v, axes, tag("sum"));
@@ -445,9 +458,12 @@ Term EinsumBuilder::contract(Term a, Term b, const std::set<int> &kept) {
   std::vector<int> batch, m, k, n;
   for (int l : a.labels) {
     const bool both = indexOf(b.labels, l) >= 0;
-    if (both && kept.count(l)) batch.push_back(l);
-    else if (both) k.push_back(l);
-    else m.push_back(l);
+    if (both && kept.count(l))
+      batch.push_back(l);
+    else if (both)
+      k.push_back(l);
+    else
+      m.push_back(l);
   }
   for (int l : b.labels)
     if (indexOf(a.labels, l) < 0) n.push_back(l);
@@ -475,9 +491,12 @@ std::optional<Term> EinsumBuilder::matmul(Term a, Term b, const std::vector<int>
     for (const auto &[t, group] : {std::pair{&a, &m}, std::pair{&b, &n}})
       for (int l : *group) {
         const Dim &d = dimOf(t->v, indexOf(t->labels, l));
-        if (d.isStatic()) outDims.push_back(d.value());
-        else if (!inferredOut) inferredOut = true, outDims.push_back(-1);
-        else return std::nullopt;
+        if (d.isStatic())
+          outDims.push_back(d.value());
+        else if (!inferredOut)
+          inferredOut = true, outDims.push_back(-1);
+        else
+          return std::nullopt;
       }
   if (!sizeM || !sizeKa || !sizeKb || !sizeN) return std::nullopt;
   permute(a, cat(batch, m, k));
@@ -501,9 +520,8 @@ std::optional<Term> EinsumBuilder::matmul(Term a, Term b, const std::vector<int>
 
 // [batch, m, 1.., k] * [batch, 1.., n, k] summed over k: no reshapes, for
 // symbolic groups.
-Term EinsumBuilder::mulSum(Term a, Term b, const std::vector<int> &batch,
-                           const std::vector<int> &m, const std::vector<int> &k,
-                           const std::vector<int> &n) {
+Term EinsumBuilder::mulSum(Term a, Term b, const std::vector<int> &batch, const std::vector<int> &m,
+                           const std::vector<int> &k, const std::vector<int> &n) {
   auto join = [](std::initializer_list<const std::vector<int> *> parts) {
     std::vector<int> out;
     for (const auto *p : parts) out.insert(out.end(), p->begin(), p->end());
@@ -521,7 +539,8 @@ Term EinsumBuilder::mulSum(Term a, Term b, const std::vector<int> &batch,
   unsqueeze(b, batch.size(), m.size());
   Value *p = bd_.op(OpKind::Mul, {a.v, b.v}, tag("mul"));
   std::vector<int64_t> axes;
-  for (size_t i = 0; i < k.size(); ++i) axes.push_back(int64_t(batch.size() + m.size() + n.size() + i));
+  for (size_t i = 0; i < k.size(); ++i)
+    axes.push_back(int64_t(batch.size() + m.size() + n.size() + i));
   if (!axes.empty()) p = bd_.reduceSum(p, axes, tag("sum"));
   return Term{p, join({&batch, &m, &n})};
 }
@@ -589,13 +608,14 @@ Value *nllLoss(Builder &bd, const Node &root, Value *logp, DType ct) {
     if constexpr (std::is_integral_v<T>) big.setInt(0, int64_t(std::numeric_limits<T>::max()));
   });
   if (isSignedInt(it))
-    index = bd.op(OpKind::Where, {bd.op(OpKind::Less, {index, zero}, "negative"),
-                                  bd.constant(std::move(big), "outside"), index},
+    index = bd.op(OpKind::Where,
+                  {bd.op(OpKind::Less, {index, zero}, "negative"),
+                   bd.constant(std::move(big), "outside"), index},
                   "index");
   Value *classAxis = bd.ints({1}, "axis1");
   Value *at = bd.op(OpKind::Unsqueeze, {index, classAxis}, "index1");
-  Value *picked = bd.op(OpKind::GatherElements, {logp, at}, "picked",
-                        {{"axis", Attribute::ofInt(1)}});
+  Value *picked =
+      bd.op(OpKind::GatherElements, {logp, at}, "picked", {{"axis", Attribute::ofInt(1)}});
   picked = bd.op(OpKind::Squeeze, {picked, classAxis}, "logp_t");
   Value *loss = bd.op(OpKind::Neg, {picked}, "neg");
   Value *w = nullptr;
@@ -613,7 +633,8 @@ Value *nllLoss(Builder &bd, const Node &root, Value *logp, DType ct) {
   if (reduction == "none") return loss;
   Value *total = bd.reduceSum(loss, {}, "total");
   if (reduction == "sum") return total;
-  if (!w && !ignored) return bd.op(OpKind::ReduceMean, {loss}, "mean", {{"keepdims", Attribute::ofInt(0)}});
+  if (!w && !ignored)
+    return bd.op(OpKind::ReduceMean, {loss}, "mean", {{"keepdims", Attribute::ofInt(0)}});
   Value *count = w ? w : bd.cast(bd.op(OpKind::Not, {ignored}, "keep"), ct, "keepf");
   return bd.op(OpKind::Div, {total, bd.reduceSum(count, {}, "weight_sum")}, "mean");
 }
@@ -651,7 +672,8 @@ bool decomposeDropout(Node &root, Rewriter &rw) {
   const Tensor *ratio = constantOf(root.input(1));
   if (root.input(2) && (!training || training->numel() != 1)) return false; // decided per run
   if (root.input(1) && (!ratio || ratio->numel() != 1)) return false;
-  const bool copies = !training || training->getDouble(0) == 0 || (ratio && ratio->getDouble(0) == 0);
+  const bool copies =
+      !training || training->getDouble(0) == 0 || (ratio && ratio->getDouble(0) == 0);
   if (!copies || (y && !rw.canReplace(y)) || (mask && !rw.canReplace(mask))) return false;
   Builder bd(rw, root);
   if (mask) {
@@ -680,6 +702,8 @@ const PatternSet &decomposePatterns() {
 
 } // namespace
 
-std::unique_ptr<Pass> createDecomposePass() { return makePatternPass(decomposePatterns()); }
+std::unique_ptr<Pass> createDecomposePass() {
+  return makePatternPass(decomposePatterns());
+}
 
 } // namespace kiln

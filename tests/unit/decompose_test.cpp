@@ -19,7 +19,9 @@ namespace {
 
 using testing::randomTensor;
 
-DType dt(const std::string &name) { return *dtypeFromName(name); }
+DType dt(const std::string &name) {
+  return *dtypeFromName(name);
+}
 
 // Runs the model's graph on the interpreter.
 std::vector<RtValue> interpret(const Model &m, const std::vector<Tensor> &inputs) {
@@ -58,8 +60,8 @@ void expectDecomposed(const std::string &text, const std::vector<Tensor> &inputs
 }
 
 std::string model(const std::string &inputs, const std::string &outputs, const std::string &body) {
-  return "kiln.model opsets {\"\" = 21}\ngraph @g(" + inputs + ") -> (" + outputs + ") {\n" +
-         body + "}";
+  return "kiln.model opsets {\"\" = 21}\ngraph @g(" + inputs + ") -> (" + outputs + ") {\n" + body +
+         "}";
 }
 
 // ---- Gemm ------------------------------------------------------------------------
@@ -70,26 +72,26 @@ TEST(DecomposeNumerics, GemmInEveryTransposeScaleAndBiasForm) {
     float alpha, beta;
     std::string c; // C's shape, "" for none
   };
-  for (const Case &k : {Case{0, 0, 1, 1, "[5]"}, Case{1, 0, 1, 1, "[3,5]"},
-                        Case{0, 1, 0.5, 2, "[3,1]"}, Case{1, 1, 2, 0.25, "[]"},
-                        Case{0, 0, 1, 1, ""}, Case{0, 1, 1.5, 0, "[5]"}}) {
+  for (const Case &k :
+       {Case{0, 0, 1, 1, "[5]"}, Case{1, 0, 1, 1, "[3,5]"}, Case{0, 1, 0.5, 2, "[3,1]"},
+        Case{1, 1, 2, 0.25, "[]"}, Case{0, 0, 1, 1, ""}, Case{0, 1, 1.5, 0, "[5]"}}) {
     for (const char *t : {"f32", "f64", "f16", "i32"}) {
-      SCOPED_TRACE(::testing::Message() << t << " transA=" << k.transA << " transB=" << k.transB
-                                        << " alpha=" << k.alpha << " beta=" << k.beta
-                                        << " C=" << k.c);
+      SCOPED_TRACE(::testing::Message()
+                   << t << " transA=" << k.transA << " transB=" << k.transB << " alpha=" << k.alpha
+                   << " beta=" << k.beta << " C=" << k.c);
       const std::string s(t);
       const std::string a = k.transA ? "[4,3]" : "[3,4]", b = k.transB ? "[5,4]" : "[4,5]";
       std::string inputs = "%a: " + s + a + ", %b: " + s + b;
       if (!k.c.empty()) inputs += ", %c: " + s + k.c;
-      const std::string attrs = "{alpha = " + std::to_string(k.alpha) +
-                                ", beta = " + std::to_string(k.beta) +
-                                ", transA = " + std::to_string(k.transA) +
-                                ", transB = " + std::to_string(k.transB) + "}";
+      const std::string attrs =
+          "{alpha = " + std::to_string(k.alpha) + ", beta = " + std::to_string(k.beta) +
+          ", transA = " + std::to_string(k.transA) + ", transB = " + std::to_string(k.transB) + "}";
       const std::string text = model(inputs, "%y",
                                      "  %y = Gemm(%a, %b" + std::string(k.c.empty() ? "" : ", %c") +
                                          ") " + attrs + " : " + s + "[3,5]\n");
-      std::vector<Tensor> in{randomTensor(dt(t), k.transA ? Shape64{4, 3} : Shape64{3, 4}, 1, -4, 4),
-                             randomTensor(dt(t), k.transB ? Shape64{5, 4} : Shape64{4, 5}, 2, -4, 4)};
+      std::vector<Tensor> in{
+          randomTensor(dt(t), k.transA ? Shape64{4, 3} : Shape64{3, 4}, 1, -4, 4),
+          randomTensor(dt(t), k.transB ? Shape64{5, 4} : Shape64{4, 5}, 2, -4, 4)};
       if (!k.c.empty()) {
         Shape64 cs;
         if (k.c == "[5]") cs = {5};
@@ -190,18 +192,22 @@ TEST(DecomposeNumerics, EinsumEllipsisBroadcastingAndManyOperands) {
 }
 
 TEST(DecomposeNumerics, EinsumWithSymbolicDims) {
-  const std::string text = model("%a: f32[n,4,m], %b: f32[n,m,k]", "%y, %z",
-                                 "  %y = Einsum(%a, %b) {equation = \"bij,bjk->bik\"} : f32[n,4,k]\n"
-                                 "  %z = Einsum(%a, %b) {equation = \"bij,bjk->ik\"} : f32[4,k]\n");
-  expectDecomposed(text, {randomTensor(DType::F32, {2, 4, 3}, 5), randomTensor(DType::F32, {2, 3, 6}, 6)},
+  const std::string text =
+      model("%a: f32[n,4,m], %b: f32[n,m,k]", "%y, %z",
+            "  %y = Einsum(%a, %b) {equation = \"bij,bjk->bik\"} : f32[n,4,k]\n"
+            "  %z = Einsum(%a, %b) {equation = \"bij,bjk->ik\"} : f32[4,k]\n");
+  expectDecomposed(text,
+                   {randomTensor(DType::F32, {2, 4, 3}, 5), randomTensor(DType::F32, {2, 3, 6}, 6)},
                    OpKind::Einsum);
-  const std::string diag = model("%x: f32[b,k,k]", "%y",
-                                 "  %y = Einsum(%x) {equation = \"bii->bi\"} : f32[b,k]\n");
+  const std::string diag =
+      model("%x: f32[b,k,k]", "%y", "  %y = Einsum(%x) {equation = \"bii->bi\"} : f32[b,k]\n");
   for (int64_t k : {1, 4})
     expectDecomposed(diag, {randomTensor(DType::F32, {2, k, k}, 9)}, OpKind::Einsum);
-  const std::string text2 = model("%a: f32[n,m,4], %b: f32[n,m,4]", "%y",
-                                  "  %y = Einsum(%a, %b) {equation = \"abc,abd->cd\"} : f32[4,4]\n");
-  expectDecomposed(text2, {randomTensor(DType::F32, {2, 3, 4}, 7), randomTensor(DType::F32, {2, 3, 4}, 8)},
+  const std::string text2 =
+      model("%a: f32[n,m,4], %b: f32[n,m,4]", "%y",
+            "  %y = Einsum(%a, %b) {equation = \"abc,abd->cd\"} : f32[4,4]\n");
+  expectDecomposed(text2,
+                   {randomTensor(DType::F32, {2, 3, 4}, 7), randomTensor(DType::F32, {2, 3, 4}, 8)},
                    OpKind::Einsum);
 }
 
@@ -209,7 +215,8 @@ TEST(DecomposeNumerics, EinsumWithSymbolicDims) {
 
 void expectLoss(const std::string &op, const std::string &attrs, const Shape64 &x, bool weights,
                 const std::string &dtype = "f32", bool logProb = false) {
-  SCOPED_TRACE(::testing::Message() << op << " " << attrs << " weights=" << weights << " " << dtype);
+  SCOPED_TRACE(::testing::Message()
+               << op << " " << attrs << " weights=" << weights << " " << dtype);
   std::string xs = "[", ts = "[", outShape = "[";
   for (size_t i = 0; i < x.size(); ++i) {
     xs += (i ? "," : "") + std::to_string(x[i]);
@@ -224,10 +231,9 @@ void expectLoss(const std::string &op, const std::string &attrs, const Shape64 &
   const std::string outs = logProb ? "%loss, %lp" : "%loss";
   const std::string results = logProb ? "%loss, %lp" : "%loss";
   const std::string types = logProb ? lossType + ", " + dtype + xs : lossType;
-  const std::string text =
-      model(inputs, outs,
-            "  " + results + " = " + op + "(%x, %t" + (weights ? ", %w" : "") + ") " + attrs +
-                " : " + types + "\n");
+  const std::string text = model(inputs, outs,
+                                 "  " + results + " = " + op + "(%x, %t" + (weights ? ", %w" : "") +
+                                     ") " + attrs + " : " + types + "\n");
   Shape64 t = x;
   t.erase(t.begin() + 1);
   Tensor target = randomTensor(DType::I64, t, 9, 0, double(x[1]));
@@ -243,9 +249,9 @@ void expectLoss(const std::string &op, const std::string &attrs, const Shape64 &
 
 TEST(DecomposeNumerics, LossesInEveryReductionWithWeightsAndIgnoredTargets) {
   for (const char *op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"})
-    for (const char *attrs : {"{reduction = \"none\"}", "{reduction = \"sum\"}", "{}",
-                              "{ignore_index = -1}", "{ignore_index = -1, reduction = \"sum\"}",
-                              "{ignore_index = -1, reduction = \"none\"}"})
+    for (const char *attrs :
+         {"{reduction = \"none\"}", "{reduction = \"sum\"}", "{}", "{ignore_index = -1}",
+          "{ignore_index = -1, reduction = \"sum\"}", "{ignore_index = -1, reduction = \"none\"}"})
       for (bool weights : {false, true}) {
         expectLoss(op, attrs, {3, 5}, weights);
         expectLoss(op, attrs, {2, 4, 3, 2}, weights);
@@ -258,11 +264,10 @@ TEST(DecomposeNumerics, LossesInEveryReductionWithWeightsAndIgnoredTargets) {
 // ---- Dropout ------------------------------------------------------------------------
 
 TEST(DecomposeNumerics, DropoutWithConstantTrainingModeAndZeroRatioCopies) {
-  const std::string text =
-      model("%x: f32[3,4]", "%y, %m",
-            "  %r = Constant() {value = dense<f32[]> [0.0]} : f32[]\n"
-            "  %on = Constant() {value = dense<bool[]> [true]} : bool[]\n"
-            "  %y, %m = Dropout(%x, %r, %on) : f32[3,4], bool[3,4]\n");
+  const std::string text = model("%x: f32[3,4]", "%y, %m",
+                                 "  %r = Constant() {value = dense<f32[]> [0.0]} : f32[]\n"
+                                 "  %on = Constant() {value = dense<bool[]> [true]} : bool[]\n"
+                                 "  %y, %m = Dropout(%x, %r, %on) : f32[3,4], bool[3,4]\n");
   expectDecomposed(text, {randomTensor(DType::F32, {3, 4}, 12)}, OpKind::Dropout);
   testing::OpCheckOptions o0;
   o0.optLevel = 0;

@@ -31,7 +31,9 @@ const char *kAllDTypes[] = {"f32", "f64", "f16", "bf16", "i8",  "u8",  "i16",
 const char *kIntDTypes[] = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"};
 const char *kFloatDTypes[] = {"f32", "f64", "f16", "bf16"};
 
-DType dt(const std::string &name) { return *dtypeFromName(name); }
+DType dt(const std::string &name) {
+  return *dtypeFromName(name);
+}
 
 // Tolerances per dtype: 16-bit floats may round one ulp apart where f32
 // libm results differ in their last bit.
@@ -101,19 +103,19 @@ TEST(LowerElementwise, MathFunctionsOnEveryFloatType) {
   for (const char *t : kFloatDTypes) {
     SCOPED_TRACE(t);
     const std::string type = std::string(t) + "[3,17]";
-    expectBothPaths(unaryModel(type,
-                               {"Sin(%x)", "Cos(%x)", "Tan(%x)", "Atan(%x)", "Sinh(%x)",
-                                "Cosh(%x)", "Asinh(%x)", "Floor(%x)", "Ceil(%x)", "Round(%x)",
-                                "Exp(%x)", "Sigmoid(%x)", "Tanh(%x)", "Erf(%x)", "Abs(%x)",
-                                "Neg(%x)", "Sign(%x)", "Reciprocal(%x)"},
-                               type),
-                    {randomTensor(dt(t), {3, 17}, 1, -3, 3)}, tolerance(t));
+    expectBothPaths(
+        unaryModel(type,
+                   {"Sin(%x)", "Cos(%x)", "Tan(%x)", "Atan(%x)", "Sinh(%x)", "Cosh(%x)",
+                    "Asinh(%x)", "Floor(%x)", "Ceil(%x)", "Round(%x)", "Exp(%x)", "Sigmoid(%x)",
+                    "Tanh(%x)", "Erf(%x)", "Abs(%x)", "Neg(%x)", "Sign(%x)", "Reciprocal(%x)"},
+                   type),
+        {randomTensor(dt(t), {3, 17}, 1, -3, 3)}, tolerance(t));
     // Inside the domains of the inverse functions, logarithms and roots.
-    expectBothPaths(unaryModel(type, {"Asin(%x)", "Acos(%x)", "Atanh(%x)", "Log(%x)", "Sqrt(%x)"},
-                               type),
-                    {randomTensor(dt(t), {3, 17}, 2, 0.01, 0.99)}, tolerance(t));
-    expectBothPaths(unaryModel(type, {"Acosh(%x)"}, type),
-                    {randomTensor(dt(t), {3, 17}, 3, 1, 9)}, tolerance(t));
+    expectBothPaths(
+        unaryModel(type, {"Asin(%x)", "Acos(%x)", "Atanh(%x)", "Log(%x)", "Sqrt(%x)"}, type),
+        {randomTensor(dt(t), {3, 17}, 2, 0.01, 0.99)}, tolerance(t));
+    expectBothPaths(unaryModel(type, {"Acosh(%x)"}, type), {randomTensor(dt(t), {3, 17}, 3, 1, 9)},
+                    tolerance(t));
   }
 }
 
@@ -132,11 +134,10 @@ TEST(LowerElementwise, ActivationsWithEveryAttribute) {
     const std::string type = std::string(t) + "[2,3,16]";
     expectBothPaths(
         unaryModel(type,
-                   {"Relu(%x)", "LeakyRelu(%x) {alpha = 0.1}", "Elu(%x) {alpha = 0.5}",
-                    "Selu(%x)", "Selu(%x) {alpha = 1.5, gamma = 0.5}", "Celu(%x)",
-                    "Celu(%x) {alpha = 2.0}", "HardSigmoid(%x) {alpha = 0.3, beta = 0.4}",
-                    "HardSwish(%x)", "Softplus(%x)", "Softsign(%x)",
-                    "ThresholdedRelu(%x) {alpha = 0.5}", "Mish(%x)", "Gelu(%x)",
+                   {"Relu(%x)", "LeakyRelu(%x) {alpha = 0.1}", "Elu(%x) {alpha = 0.5}", "Selu(%x)",
+                    "Selu(%x) {alpha = 1.5, gamma = 0.5}", "Celu(%x)", "Celu(%x) {alpha = 2.0}",
+                    "HardSigmoid(%x) {alpha = 0.3, beta = 0.4}", "HardSwish(%x)", "Softplus(%x)",
+                    "Softsign(%x)", "ThresholdedRelu(%x) {alpha = 0.5}", "Mish(%x)", "Gelu(%x)",
                     "Gelu(%x) {approximate = \"tanh\"}", "Shrink(%x) {bias = 0.2, lambd = 0.7}",
                     "Shrink(%x)"},
                    type),
@@ -158,12 +159,11 @@ TEST(LowerElementwise, IntegerUnaryOpsWrapAndTruncate) {
     SCOPED_TRACE(t);
     const std::string type = std::string(t) + "[5,7]";
     const bool isSigned = t[0] == 'i';
-    expectBothPaths(
-        unaryModel(type,
-                   {"Abs(%x)", "Neg(%x)", "Sign(%x)", "Relu(%x)",
-                    "Shrink(%x) {bias = 1.5, lambd = 3.0}", "BitwiseNot(%x)"},
-                   type),
-        {randomTensor(dt(t), {5, 7}, 7, isSigned ? -128 : 0, isSigned ? 127 : 255)});
+    expectBothPaths(unaryModel(type,
+                               {"Abs(%x)", "Neg(%x)", "Sign(%x)", "Relu(%x)",
+                                "Shrink(%x) {bias = 1.5, lambd = 3.0}", "BitwiseNot(%x)"},
+                               type),
+                    {randomTensor(dt(t), {5, 7}, 7, isSigned ? -128 : 0, isSigned ? 127 : 255)});
   }
 }
 
@@ -171,13 +171,13 @@ TEST(LowerElementwise, IsInfDetectsEachSignAndIsNaN) {
   for (const char *t : kFloatDTypes) {
     SCOPED_TRACE(t);
     const std::string type = std::string(t) + "[12]";
-    expectBothPaths(unaryModel(type,
-                               {"IsInf(%x)", "IsInf(%x) {detect_negative = 0}",
-                                "IsInf(%x) {detect_positive = 0}",
-                                "IsInf(%x) {detect_negative = 0, detect_positive = 0}",
-                                "IsNaN(%x)"},
-                               "bool[12]"),
-                    {withSpecials(randomTensor(dt(t), {12}, 8))});
+    expectBothPaths(
+        unaryModel(type,
+                   {"IsInf(%x)", "IsInf(%x) {detect_negative = 0}",
+                    "IsInf(%x) {detect_positive = 0}",
+                    "IsInf(%x) {detect_negative = 0, detect_positive = 0}", "IsNaN(%x)"},
+                   "bool[12]"),
+        {withSpecials(randomTensor(dt(t), {12}, 8))});
   }
 }
 
@@ -207,13 +207,13 @@ TEST(LowerElementwise, IntegerArithmeticWrapsAndDividesTruncating) {
     SCOPED_TRACE(t);
     const std::string s(t);
     const bool isSigned = t[0] == 'i';
-    expectBothPaths(binaryModel(s + "[4,1,6]", s + "[3,6]", s + "[4,3,6]",
-                                {"Add(%a, %b)", "Sub(%a, %b)", "Mul(%a, %b)", "Div(%a, %b)",
-                                 "Mod(%a, %b)", "Mod(%a, %b) {fmod = 1}", "Max(%a, %b)",
-                                 "Min(%a, %b)", "BitwiseAnd(%a, %b)", "BitwiseOr(%a, %b)",
-                                 "BitwiseXor(%a, %b)", "PRelu(%a, %b)"}),
-                    {randomTensor(dt(t), {4, 1, 6}, 9, isSigned ? -120 : 0, 120),
-                     nonZero(randomTensor(dt(t), {3, 6}, 10, isSigned ? -20 : 1, 20))});
+    expectBothPaths(
+        binaryModel(s + "[4,1,6]", s + "[3,6]", s + "[4,3,6]",
+                    {"Add(%a, %b)", "Sub(%a, %b)", "Mul(%a, %b)", "Div(%a, %b)", "Mod(%a, %b)",
+                     "Mod(%a, %b) {fmod = 1}", "Max(%a, %b)", "Min(%a, %b)", "BitwiseAnd(%a, %b)",
+                     "BitwiseOr(%a, %b)", "BitwiseXor(%a, %b)", "PRelu(%a, %b)"}),
+        {randomTensor(dt(t), {4, 1, 6}, 9, isSigned ? -120 : 0, 120),
+         nonZero(randomTensor(dt(t), {3, 6}, 10, isSigned ? -20 : 1, 20))});
   }
 }
 
@@ -228,8 +228,8 @@ TEST(LowerElementwise, IntegerDivisionOfTheMinimumByMinusOneWraps) {
 TEST(LowerElementwise, IntegerDivisionByZeroIsARunTimeError) {
   for (const char *op : {"Div(%a, %b)", "Mod(%a, %b)"}) {
     const std::string model = binaryModel("i64[n]", "i64[n]", "i64[n]", {op});
-    const std::string error = artifactRunError(
-        model, {Tensor::fromVector<int64_t>({4, 5}, {2}), Tensor::fromVector<int64_t>({2, 0}, {2})});
+    const std::string error = artifactRunError(model, {Tensor::fromVector<int64_t>({4, 5}, {2}),
+                                                       Tensor::fromVector<int64_t>({2, 0}, {2})});
     EXPECT_NE(error.find(std::string(op).substr(0, 3) == "Div" ? "integer division by zero"
                                                                : "integer modulo by zero"),
               std::string::npos)
@@ -245,11 +245,11 @@ TEST(LowerElementwise, FloatModTakesTheSignOfTheDivisorOrTheDividend) {
   for (const char *t : kFloatDTypes) {
     SCOPED_TRACE(t);
     const std::string s(t);
-    expectBothPaths(binaryModel(s + "[5,8]", s + "[8]", s + "[5,8]",
-                                {"Mod(%a, %b)", "Mod(%a, %b) {fmod = 1}", "Div(%a, %b)",
-                                 "PRelu(%a, %b)"}),
-                    {randomTensor(dt(t), {5, 8}, 11, -10, 10), randomTensor(dt(t), {8}, 12, -3, 3)},
-                    tolerance(t));
+    expectBothPaths(
+        binaryModel(s + "[5,8]", s + "[8]", s + "[5,8]",
+                    {"Mod(%a, %b)", "Mod(%a, %b) {fmod = 1}", "Div(%a, %b)", "PRelu(%a, %b)"}),
+        {randomTensor(dt(t), {5, 8}, 11, -10, 10), randomTensor(dt(t), {8}, 12, -3, 3)},
+        tolerance(t));
   }
 }
 
@@ -265,10 +265,11 @@ TEST(LowerElementwise, BitShiftsByEveryAmountOnUnsignedTypes) {
 }
 
 TEST(LowerElementwise, LogicAndComparisonsOnBoolsIntegersAndFloats) {
-  expectBothPaths(binaryModel("bool[2,1,5]", "bool[3,5]", "bool[2,3,5]",
-                              {"And(%a, %b)", "Or(%a, %b)", "Xor(%a, %b)", "Equal(%a, %b)",
-                               "Greater(%a, %b)", "LessOrEqual(%a, %b)"}),
-                  {randomTensor(DType::Bool, {2, 1, 5}, 15), randomTensor(DType::Bool, {3, 5}, 16)});
+  expectBothPaths(
+      binaryModel("bool[2,1,5]", "bool[3,5]", "bool[2,3,5]",
+                  {"And(%a, %b)", "Or(%a, %b)", "Xor(%a, %b)", "Equal(%a, %b)", "Greater(%a, %b)",
+                   "LessOrEqual(%a, %b)"}),
+      {randomTensor(DType::Bool, {2, 1, 5}, 15), randomTensor(DType::Bool, {3, 5}, 16)});
   for (const char *t : {"i8", "u64", "f16", "bf16", "f64"}) {
     SCOPED_TRACE(t);
     const std::string s(t);
@@ -315,7 +316,8 @@ TEST(LowerElementwise, WhereOnEveryDtypeBroadcastsAllThreeOperands) {
     SCOPED_TRACE(t);
     const std::string s(t);
     const std::string model = "kiln.model opsets {\"\" = 21}\n"
-                              "graph @g(%c: bool[2,1,4], %x: " + s + "[3,1], %y: " + s +
+                              "graph @g(%c: bool[2,1,4], %x: " +
+                              s + "[3,1], %y: " + s +
                               "[]) -> (%z) {\n  %z = Where(%c, %x, %y) : " + s + "[2,3,4]\n}";
     expectBothPaths(model, {randomTensor(DType::Bool, {2, 1, 4}, 22),
                             randomTensor(dt(t), {3, 1}, 23, -50, 50),
@@ -327,13 +329,21 @@ TEST(LowerElementwise, ClipWithAbsentBoundsOnIntegersAndFloats) {
   for (const char *t : {"f32", "f16", "f64", "i8", "u8", "i64"}) {
     SCOPED_TRACE(t);
     const std::string s(t);
-    const std::string model =
-        "kiln.model opsets {\"\" = 21}\n"
-        "graph @g(%x: " + s + "[4,5], %lo: " + s + "[], %hi: " + s + "[1]) -> (%a, %b, %c, %d) {\n"
-        "  %a = Clip(%x, %lo, %hi) : " + s + "[4,5]\n"
-        "  %b = Clip(%x, %lo) : " + s + "[4,5]\n"
-        "  %c = Clip(%x, _, %hi) : " + s + "[4,5]\n"
-        "  %d = Clip(%x) : " + s + "[4,5]\n}";
+    const std::string model = "kiln.model opsets {\"\" = 21}\n"
+                              "graph @g(%x: " +
+                              s + "[4,5], %lo: " + s + "[], %hi: " + s +
+                              "[1]) -> (%a, %b, %c, %d) {\n"
+                              "  %a = Clip(%x, %lo, %hi) : " +
+                              s +
+                              "[4,5]\n"
+                              "  %b = Clip(%x, %lo) : " +
+                              s +
+                              "[4,5]\n"
+                              "  %c = Clip(%x, _, %hi) : " +
+                              s +
+                              "[4,5]\n"
+                              "  %d = Clip(%x) : " +
+                              s + "[4,5]\n}";
     const bool unsignedType = t[0] == 'u';
     expectBothPaths(model, {randomTensor(dt(t), {4, 5}, 25, unsignedType ? 0 : -100, 100),
                             randomTensor(dt(t), {}, 26, unsignedType ? 0 : -20, 10),
@@ -353,20 +363,29 @@ TEST(LowerElementwise, VariadicOpsOverManyBroadcastingInputs) {
   for (const char *t : {"f32", "f16", "i32", "u8", "f64"}) {
     SCOPED_TRACE(t);
     const std::string s(t);
-    const std::string model =
-        "kiln.model opsets {\"\" = 21}\n"
-        "graph @g(%a: " + s + "[2,1,3], %b: " + s + "[4,1], %c: " + s + "[], %d: " + s +
-        "[2,4,3]) -> (%mx, %mn, %sm, %me, %one) {\n"
-        "  %mx = Max(%a, %b, %c, %d) : " + s + "[2,4,3]\n"
-        "  %mn = Min(%a, %b, %c, %d) : " + s + "[2,4,3]\n"
-        "  %sm = Sum(%a, %b, %c, %d) : " + s + "[2,4,3]\n"
-        "  %me = Mean(%a, %b, %c, %d) : " + s + "[2,4,3]\n"
-        "  %one = Sum(%d) : " + s + "[2,4,3]\n}";
+    const std::string model = "kiln.model opsets {\"\" = 21}\n"
+                              "graph @g(%a: " +
+                              s + "[2,1,3], %b: " + s + "[4,1], %c: " + s + "[], %d: " + s +
+                              "[2,4,3]) -> (%mx, %mn, %sm, %me, %one) {\n"
+                              "  %mx = Max(%a, %b, %c, %d) : " +
+                              s +
+                              "[2,4,3]\n"
+                              "  %mn = Min(%a, %b, %c, %d) : " +
+                              s +
+                              "[2,4,3]\n"
+                              "  %sm = Sum(%a, %b, %c, %d) : " +
+                              s +
+                              "[2,4,3]\n"
+                              "  %me = Mean(%a, %b, %c, %d) : " +
+                              s +
+                              "[2,4,3]\n"
+                              "  %one = Sum(%d) : " +
+                              s + "[2,4,3]\n}";
     const double lo = t[0] == 'u' ? 0 : -50;
-    expectBothPaths(model, {randomTensor(dt(t), {2, 1, 3}, 29, lo, 50),
-                            randomTensor(dt(t), {4, 1}, 30, lo, 50),
-                            randomTensor(dt(t), {}, 31, lo, 50),
-                            randomTensor(dt(t), {2, 4, 3}, 32, lo, 50)},
+    expectBothPaths(model,
+                    {randomTensor(dt(t), {2, 1, 3}, 29, lo, 50),
+                     randomTensor(dt(t), {4, 1}, 30, lo, 50), randomTensor(dt(t), {}, 31, lo, 50),
+                     randomTensor(dt(t), {2, 4, 3}, 32, lo, 50)},
                     tolerance(t));
   }
 }
@@ -385,8 +404,8 @@ TEST(LowerElementwise, CastBetweenEveryPairOfNumericAndBoolTypes) {
     }
     const std::string model = "kiln.model opsets {\"\" = 21}\ngraph @g(%x: " + std::string(from) +
                               "[64]) -> (" + outList + ") {\n" + body + "}";
-    Tensor x = randomTensor(dt(from), {64}, 33, isSignedInt(dt(from)) || isFloat(dt(from)) ? -70000 : 0,
-                            70000);
+    Tensor x = randomTensor(dt(from), {64}, 33,
+                            isSignedInt(dt(from)) || isFloat(dt(from)) ? -70000 : 0, 70000);
     if (isFloat(dt(from))) x = withSpecials(x);
     if (dt(from) == DType::I64 || dt(from) == DType::U64) // wide values that round in f32
       for (int64_t i = 0; i < 8; ++i) x.setInt(i, (int64_t(1) << 40) + 12345 * i + 1);
@@ -402,12 +421,16 @@ TEST(LowerElementwise, CastOfWideValuesToHalfRoundsOnce) {
     std::vector<double> v;
     for (int i = 0; i < 16; ++i) v.push_back(1.0 + (2 * i + 1) * std::ldexp(1.0, -bits) + 1e-9);
     std::vector<int64_t> n;
-    for (int i = 0; i < 16; ++i) n.push_back((int64_t(1) << 40) + (int64_t(2 * i + 1) << (40 - bits)) + 1);
+    for (int i = 0; i < 16; ++i)
+      n.push_back((int64_t(1) << 40) + (int64_t(2 * i + 1) << (40 - bits)) + 1);
     const std::string t = std::string(type) + "[16]";
     const std::string model = "kiln.model opsets {\"\" = 21}\n"
                               "graph @g(%x: f64[16], %n: i64[16]) -> (%y, %z) {\n"
-                              "  %y = Cast(%x) {to = " + std::to_string(code) + "} : " + t + "\n"
-                              "  %z = Cast(%n) {to = " + std::to_string(code) + "} : " + t + "\n}";
+                              "  %y = Cast(%x) {to = " +
+                              std::to_string(code) + "} : " + t +
+                              "\n"
+                              "  %z = Cast(%n) {to = " +
+                              std::to_string(code) + "} : " + t + "\n}";
     OpCheckOptions exact;
     exact.rtol = exact.atol = 0;
     expectBothPaths(model, {Tensor::fromVector(v, {16}), Tensor::fromVector(n, {16})}, exact);
@@ -432,8 +455,8 @@ TEST(LowerElementwise, BroadcastsSymbolicDimsThatAreOneOnSomeRuns) {
   for (auto [n, m, k] : {std::tuple{3, 3, 2}, std::tuple{1, 3, 2}, std::tuple{3, 1, 5},
                          std::tuple{1, 1, 1}, std::tuple{0, 1, 3}}) {
     SCOPED_TRACE(::testing::Message() << n << " " << m << " " << k);
-    expectBothPaths(model, {randomTensor(DType::F32, {n, 1, 4}, 37),
-                            randomTensor(DType::F32, {m, k, 1}, 38)});
+    expectBothPaths(
+        model, {randomTensor(DType::F32, {n, 1, 4}, 37), randomTensor(DType::F32, {m, k, 1}, 38)});
   }
 }
 
@@ -502,16 +525,15 @@ TEST(LowerElementwise, DropoutCopiesAndMasksAndRefusesToDropInTraining) {
   for (int level : {0, 3}) {
     OpCheckOptions o;
     o.optLevel = level;
-    expectBothPaths(model, {randomTensor(DType::F32, {3, 4}, 50), Tensor::scalar(0.0f),
-                            Tensor::scalar(true)},
-                    o);
-    expectBothPaths(model, {randomTensor(DType::F32, {3, 4}, 50), Tensor::scalar(0.5f),
-                            Tensor::scalar(false)},
-                    o);
+    expectBothPaths(
+        model, {randomTensor(DType::F32, {3, 4}, 50), Tensor::scalar(0.0f), Tensor::scalar(true)},
+        o);
+    expectBothPaths(
+        model, {randomTensor(DType::F32, {3, 4}, 50), Tensor::scalar(0.5f), Tensor::scalar(false)},
+        o);
   }
-  const std::string error =
-      artifactRunError(model, {randomTensor(DType::F32, {3, 4}, 51), Tensor::scalar(0.5f),
-                               Tensor::scalar(true)});
+  const std::string error = artifactRunError(
+      model, {randomTensor(DType::F32, {3, 4}, 51), Tensor::scalar(0.5f), Tensor::scalar(true)});
   EXPECT_NE(error.find("training-mode dropout is not supported"), std::string::npos) << error;
 }
 
