@@ -89,6 +89,12 @@ private:
   std::vector<LoopDim> plan(bool trustGuesses);
   SVal strideFor(int buffer, int k, Fit fit);
   Status emitPlan(const std::vector<LoopDim> &loops, SVal enabled);
+  // Starts a kernel whose errors (integer division by zero...) collect in
+  // one bool var per status code inside its vectorized loop.
+  kir::KernelBuilder &beginKernel(SVal extent = {}, SVal work = {});
+  // The innermost (vectorized) loop; closing it reports the errors it saw.
+  int beginInnerLoop(SVal extent);
+  void endInnerLoop();
   // Emits the body; `index(b)` is buffer b's element index at this point,
   // `flagged(o)` the guard term of output o (empty: none).
   Status emitBody(const std::function<kir::Affine(int)> &index,
@@ -103,6 +109,7 @@ private:
   std::vector<std::vector<Fit>> fits_;        // [buffer][iteration dim]
   std::vector<std::vector<SVal>> contiguous_; // [buffer][own axis]
   std::map<std::string, int> codes_;
+  std::map<std::string, int> errorVars_; // per message: a var of the current kernel
   SVal guessesHold_;
 };
 
@@ -351,9 +358,34 @@ std::vector<LoopDim> ElementwiseLowering::plan(bool trustGuesses) {
 
 // ---- step 4: kernels ------------------------------------------------------------
 
+kir::KernelBuilder &ElementwiseLowering::beginKernel(SVal extent, SVal work) {
+  kir::KernelBuilder &b = d_.beginKernel(extent, work);
+  errorVars_.clear();
+  for (const auto &[message, code] : codes_)
+    errorVars_[message] = b.addVar("error" + std::to_string(code), DType::Bool);
+  return b;
+}
+
+// A store of the status word inside the loop would keep it from
+// vectorizing: the loop ORs each element's error into a var instead.
+int ElementwiseLowering::beginInnerLoop(SVal extent) {
+  for (const auto &[message, var] : errorVars_)
+    d_.kb().varWrite(var, d_.kb().intConstant(DType::Bool, 0));
+  // A loop known to be shorter than a vector is not worth vectorizing
+  // (and LLVM warns when asked to).
+  if (auto n = d_.constant(extent); n && *n < kVectorWidth) return d_.loop(extent);
+  return d_.loop(extent, {Schedule::Kind::Vector, kVectorWidth});
+}
+
+void ElementwiseLowering::endInnerLoop() {
+  d_.kb().endLoop();
+  for (const auto &[message, var] : errorVars_) d_.raise(d_.kb().varRead(var), codes_.at(message));
+}
+
 Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal enabled) {
   if (loops.empty()) { // a scalar: one element, no loop
     d_.beginKernel();
+    errorVars_.clear(); // errors are reported where they occur
     KILN_RETURN_IF_ERROR(
         emitBody([](int) { return kir::Affine{}; }, [](int) { return kir::Affine{}; }));
     d_.endKernel();
@@ -365,22 +397,22 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
     const SVal base = d_.mul(blocks, d_.c(kBlock));
     const SVal rest = d_.mul(d_.sub(l.extent, base), enabled);
     if (d_.constant(blocks).value_or(1) != 0) {
-      d_.beginKernel(blocks, d_.c(kBlock));
+      beginKernel(blocks, d_.c(kBlock));
       const int blk = d_.loop(blocks, {Schedule::Kind::Parallel, 1});
-      const int j = d_.loop(d_.c(kBlock), {Schedule::Kind::Vector, kVectorWidth});
+      const int j = beginInnerLoop(d_.c(kBlock));
       auto at = [&](SVal stride) {
         kir::Affine a = d_.term(stride, blk, kBlock);
         return d_.addTerm(a, stride, j);
       };
       KILN_RETURN_IF_ERROR(emitBody([&](int b) { return at(l.stride[size_t(b)]); },
                                     [&](int o) { return at(l.flag[size_t(o)]); }));
-      d_.kb().endLoop();
+      endInnerLoop();
       d_.kb().endLoop();
       d_.endKernel();
     }
     if (d_.constant(rest).value_or(1) != 0) {
-      d_.beginKernel();
-      const int j = d_.loop(rest, {Schedule::Kind::Vector, kVectorWidth});
+      beginKernel();
+      const int j = beginInnerLoop(rest);
       auto at = [&](SVal stride) {
         if (d_.constant(stride) == 0) return kir::Affine{}; // 0 * base would be a param
         kir::Affine a = d_.term(d_.mul(stride, base));
@@ -388,7 +420,7 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
       };
       KILN_RETURN_IF_ERROR(emitBody([&](int b) { return at(l.stride[size_t(b)]); },
                                     [&](int o) { return at(l.flag[size_t(o)]); }));
-      d_.kb().endLoop();
+      endInnerLoop();
       d_.endKernel();
     }
     return Status::success();
@@ -396,16 +428,10 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
   std::vector<SVal> inner;
   for (size_t k = 1; k < loops.size(); ++k) inner.push_back(loops[k].extent);
   const SVal outer = d_.mul(loops[0].extent, enabled);
-  d_.beginKernel(outer, d_.product(inner));
-  std::vector<int> vars;
-  for (size_t k = 0; k < loops.size(); ++k) {
-    Schedule s;
-    if (k == 0)
-      s = {Schedule::Kind::Parallel, 1};
-    else if (k + 1 == loops.size())
-      s = {Schedule::Kind::Vector, kVectorWidth};
-    vars.push_back(d_.loop(k == 0 ? outer : loops[k].extent, s));
-  }
+  beginKernel(outer, d_.product(inner));
+  std::vector<int> vars{d_.loop(outer, {Schedule::Kind::Parallel, 1})};
+  for (size_t k = 1; k + 1 < loops.size(); ++k) vars.push_back(d_.loop(loops[k].extent));
+  vars.push_back(beginInnerLoop(loops.back().extent));
   auto sum = [&](auto pick) {
     kir::Affine a;
     for (size_t k = 0; k < loops.size(); ++k) d_.addTerm(a, pick(loops[k]), vars[k]);
@@ -414,7 +440,8 @@ Status ElementwiseLowering::emitPlan(const std::vector<LoopDim> &loops, SVal ena
   KILN_RETURN_IF_ERROR(
       emitBody([&](int b) { return sum([&](const LoopDim &l) { return l.stride[size_t(b)]; }); },
                [&](int o) { return sum([&](const LoopDim &l) { return l.flag[size_t(o)]; }); }));
-  for (size_t k = 0; k < loops.size(); ++k) d_.kb().endLoop();
+  endInnerLoop();
+  for (size_t k = 0; k + 1 < loops.size(); ++k) d_.kb().endLoop();
   d_.endKernel();
   return Status::success();
 }
@@ -427,7 +454,9 @@ Status ElementwiseLowering::emitBody(const std::function<kir::Affine(int)> &inde
     if (loaded_[i] && !ssa.count(g_.inputs[i]))
       ssa[g_.inputs[i]] = b.load(d_.in(int(i)), index(int(i)));
   const RaiseFn raise = [&](int cond, const std::string &message) {
-    d_.raise(cond, codes_.at(message));
+    auto var = errorVars_.find(message);
+    if (var == errorVars_.end()) return d_.raise(cond, codes_.at(message));
+    b.varWrite(var->second, b.binary(Opcode::Or, DType::Bool, b.varRead(var->second), cond));
   };
   for (const Node *n : g_.nodes) {
     if (n->op() == OpKind::Dropout) {
