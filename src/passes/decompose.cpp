@@ -77,10 +77,15 @@ public:
   Builder(Rewriter &rw, Node &root) : rw_(rw), g_(*root.owner()), root_(root) {
     base_ =
         root.output(0) && !root.output(0)->name().empty() ? root.output(0)->name() : root.name();
-    for (const Value *v : g_.inputs()) names_.insert(v->name());
-    for (const auto &n : g_.nodes())
-      for (const Value *v : n->outputs())
-        if (v) names_.insert(v->name());
+    // Names are unique across the model: a region sees its parents' values.
+    Graph *top = &g_;
+    while (top->parent()) top = top->parent();
+    top->walk([&](Graph &g) {
+      for (const Value *v : g.inputs()) names_.insert(v->name());
+      for (const auto &n : g.nodes())
+        for (const Value *v : n->outputs())
+          if (v) names_.insert(v->name());
+    });
   }
 
   Value *op(OpKind op, std::vector<Value *> inputs, const std::string &tag,

@@ -41,8 +41,9 @@ void expectDecomposed(const std::string &text, const std::vector<Tensor> &inputs
   ASSERT_TRUE(before.ok()) << before.error().message;
   auto after = parseModel(text, "t.kir");
   ASSERT_TRUE(runPipeline(*after, {"decompose"}).ok());
-  for (const auto &n : after->graph->nodes())
-    EXPECT_NE(n->op(), op) << "left:\n" << printModel(*after);
+  after->graph->walk([&](Graph &g) {
+    for (const auto &n : g.nodes()) EXPECT_NE(n->op(), op) << "left:\n" << printModel(*after);
+  });
   std::vector<RtValue> want = interpret(*before, inputs), got = interpret(*after, inputs);
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -121,6 +122,20 @@ TEST(DecomposeNumerics, GemmWithConstantWeightsThroughTheArtifact) {
       testing::expectArtifactMatchesInterpreter(text, {randomTensor(DType::F32, {n, 4}, 4)}, o);
     }
   }
+}
+
+TEST(DecomposeNumerics, GemmInsideIfBranches) {
+  const std::string text = model("%c: bool[], %a: f32[2,3], %b: f32[3,4]", "%y",
+                                 "  %y = If(%c) {else_branch = graph @e() -> (%r) {\n"
+                                 "    %r = Gemm(%a, %b) {alpha = 2.0} : f32[2,4]\n"
+                                 "  }, then_branch = graph @t() -> (%s) {\n"
+                                 "    %s = Gemm(%a, %b) : f32[2,4]\n"
+                                 "  }} : f32[2,4]\n");
+  for (bool c : {false, true})
+    expectDecomposed(text,
+                     {Tensor::scalar(c), randomTensor(DType::F32, {2, 3}, 1),
+                      randomTensor(DType::F32, {3, 4}, 2)},
+                     OpKind::Gemm);
 }
 
 // ---- Einsum -----------------------------------------------------------------------
