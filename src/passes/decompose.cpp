@@ -673,12 +673,15 @@ bool decomposeLoss(Node &root, Rewriter &rw) {
 
 bool decomposeDropout(Node &root, Rewriter &rw) {
   Value *x = root.input(0), *y = root.output(0), *mask = root.output(1);
-  const Tensor *training = constantOf(root.input(2));
-  const Tensor *ratio = constantOf(root.input(1));
-  if (root.input(2) && (!training || training->numel() != 1)) return false; // decided per run
-  if (root.input(1) && (!ratio || ratio->numel() != 1)) return false;
-  const bool copies =
-      !training || training->getDouble(0) == 0 || (ratio && ratio->getDouble(0) == 0);
+  // It copies unless training_mode holds and the ratio (0.5 by default) is
+  // not 0; what is known only per run is left to the dispatch.
+  const Tensor *training = constantOf(root.input(2)), *ratio = constantOf(root.input(1));
+  bool copies = true;
+  if (root.input(2)) {
+    if (!training || training->numel() != 1) return false;
+    if (training->getDouble(0) != 0)
+      copies = ratio && ratio->numel() == 1 && ratio->getDouble(0) == 0;
+  }
   if (!copies || (y && !rw.canReplace(y)) || (mask && !rw.canReplace(mask))) return false;
   Builder bd(rw, root);
   if (mask) {
