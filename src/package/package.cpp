@@ -140,7 +140,7 @@ Expected<std::unique_ptr<cpu::CompiledModel>> compileForArtifact(Model model,
   co.perturbNode = options.perturbNode;
   co.dumpDir = options.dumpDir;
   co.passOptions = options.passOptions;
-  co.copySteps = options.copySteps;
+  co.specializedSteps = options.specializedSteps;
   return cpu::CompiledModel::compile(std::move(model), co);
 }
 

@@ -30,7 +30,7 @@ struct PackageOptions {
   std::string perturbNode;
   std::string dumpDir;
   PipelineOptions passOptions;
-  bool copySteps = true;  // cpu::CompileOptions::copySteps
+  bool specializedSteps = true; // cpu::CompileOptions::specializedSteps
 };
 
 // The compiler half: pins dims, runs the CPU compiler. The result's model()

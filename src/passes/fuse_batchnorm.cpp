@@ -12,8 +12,9 @@
 //           - after a ConvTranspose (weight [Cin, C/g, k...], output channel
 //             c = group * C/g + column): the same per output channel;
 //           - after an Add of a per-channel constant c ([C,1,...,1]) to such
-//             a Conv or ConvTranspose (Paddle's way of exporting the bias):
-//             the same with t' = t + s * c, and the Add goes too;
+//             a Conv or ConvTranspose (Paddle's way of exporting the bias),
+//             or of c ([N]) to a 2-D MatMul (a Gemm after decompose): the
+//             same with t' = t + s * c, and the Add goes too;
 //           - after a Gemm (the BN's channels are its columns N): B's columns
 //             scaled, C' = beta * C * s + t, beta = 1;
 //           - after a 2-D MatMul by a constant [K, N]: B's columns scaled and
@@ -184,9 +185,10 @@ std::optional<std::vector<double>> perChannel(const Value *c, int64_t channels, 
   return v;
 }
 
-// Paddle exports a ConvTranspose's bias as an Add of a [C,1,1] constant:
-// BN(y + c) = s*y + (s*c + t), so the Add goes into the affine map and the
-// BN folds into the producer of y. Returns y, or x when there is no such Add.
+// Paddle exports a ConvTranspose's bias as an Add of a [C,1,1] constant, and
+// decompose turns a Gemm's into an Add after a MatMul: BN(y + c) =
+// s*y + (s*c + t), so the Add goes into the affine map and the BN folds into
+// the producer of y. Returns y, or x when there is no such Add.
 Value *peelBiasAdd(Value *x, Affine &a, Rewriter &rw) {
   Node *add = producedBy(x, OpKind::Add);
   std::optional<int64_t> rank = rankOf(x);
@@ -195,8 +197,9 @@ Value *peelBiasAdd(Value *x, Affine &a, Rewriter &rw) {
     Value *y = add->input(1 - k);
     Node *p = y->producer();
     std::optional<std::vector<double>> c = perChannel(add->input(k), channels(a), *rank);
+    const bool matmul = p && p->op() == OpKind::MatMul && *rank == 2;
     if (!c || !p || !rw.hasOneUse(y) || p->owner() != add->owner() || rankOf(y) != rank ||
-        (p->op() != OpKind::Conv && p->op() != OpKind::ConvTranspose))
+        (p->op() != OpKind::Conv && p->op() != OpKind::ConvTranspose && !matmul))
       continue;
     for (int64_t i = 0; i < channels(a); ++i) a.shift[i] += a.scale[i] * (*c)[i];
     return y;

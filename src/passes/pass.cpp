@@ -10,6 +10,7 @@
 
 namespace kiln {
 
+std::unique_ptr<Pass> createDecomposePass();
 std::unique_ptr<Pass> createDcePass();
 std::unique_ptr<Pass> createCsePass();
 std::unique_ptr<Pass> createFoldConstantsPass();
@@ -30,6 +31,7 @@ using PassFactory = std::unique_ptr<Pass> (*)();
 // Every pass, once. The name comes from the pass itself, so it cannot drift.
 const std::vector<PassFactory> &registry() {
   static const std::vector<PassFactory> factories = {
+      createDecomposePass,
       createCanonicalizePass,
       createFoldConstantsPass,
       createCsePass,

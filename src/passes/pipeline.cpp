@@ -1,7 +1,9 @@
 // The pipelines, top to bottom. Why this order:
-//  - legalize-precision runs at every level, first: without it an f16 model
-//    does not compile, and the casts it adds are then folded and fused like
-//    any others;
+//  - decompose first, at every level (-O0 too): the backends compile the
+//    ops it leaves, not the ones it rewrites (Gemm, Einsum, the losses);
+//  - legalize-precision next, at every level: without it an f16 model does
+//    not compile, and the casts it adds (around what decompose produced
+//    too) are then folded and fused like any others;
 //  - canonicalize first, so Identity/Cast noise and view ops in shape
 //    subgraphs are gone before folding looks at them;
 //  - fold-constants then folds what depends on constants and static dims;
@@ -23,9 +25,10 @@ std::vector<std::string> pipelineForLevel(int level) {
   auto add = [&](std::initializer_list<const char *> names) {
     for (const char *name : names) passes.emplace_back(name);
   };
-  // Every level: 16-bit float models need their f32-only ops widened to
-  // compile at all (legalize-precision), so it is no optimization.
-  add({"legalize-precision"});
+  // Every level: the backend compiles only what decompose leaves, and
+  // 16-bit float models need their f32-only ops widened to compile at all
+  // (legalize-precision), so neither is an optimization.
+  add({"decompose", "legalize-precision"});
   if (level <= 0) return passes;
   // -O1: cheap cleanups that every later stage relies on.
   add({"canonicalize", "fold-constants", "dce"});

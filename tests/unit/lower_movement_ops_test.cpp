@@ -37,7 +37,7 @@ Tensor i64s(std::vector<int64_t> v) {
 void expectBothWays(const std::string &m, const std::vector<Tensor> &inputs) {
   expectArtifactMatchesInterpreter(m, inputs);
   OpCheckOptions o;
-  o.copySteps = false;
+  o.specializedSteps = false;
   expectArtifactMatchesInterpreter(m, inputs, o);
 }
 

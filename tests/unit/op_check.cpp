@@ -30,11 +30,11 @@ Tensor randomTensor(DType dtype, const Shape64 &shape, uint64_t seed, double lo,
 namespace {
 
 Expected<std::string> compileToBytes(const std::string &model, int optLevel,
-                                     bool copySteps = true) {
+                                     bool specializedSteps = true) {
   KILN_ASSIGN_OR_RETURN(Model m, parseModel(model, "test.kir"));
   package::PackageOptions po;
   po.optLevel = optLevel;
-  po.copySteps = copySteps;
+  po.specializedSteps = specializedSteps;
   return package::packageModel(std::move(m), po);
 }
 
@@ -67,7 +67,7 @@ void compareTensors(const Tensor &got, const Tensor &want, const OpCheckOptions 
 
 void expectArtifactMatchesInterpreter(const std::string &model, const std::vector<Tensor> &inputs,
                                       const OpCheckOptions &options) {
-  auto bytes = compileToBytes(model, options.optLevel, options.copySteps);
+  auto bytes = compileToBytes(model, options.optLevel, options.specializedSteps);
   ASSERT_TRUE(bytes.ok()) << bytes.error().message;
   auto loaded = rt::LoadedModel::fromMemory(bytes->data(), bytes->size());
   ASSERT_FALSE(loaded.error) << loaded.error->message;

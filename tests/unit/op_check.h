@@ -25,7 +25,7 @@ struct OpCheckOptions {
   int threads = 1;
   // false: Slice, Concat, Split and Transpose run their Kernel IR lowering
   // (the general variant) instead of their memcpy copy steps.
-  bool copySteps = true;
+  bool specializedSteps = true; // false: general variants only (CompileOptions)
 };
 
 // Runs the check with gtest assertions; `model` is IR text (a kiln.model

@@ -55,10 +55,10 @@ void expectPassOutput(const std::string &pass, const std::string &testCase) {
 
 TEST(PassRegistry, ListsEveryPassByItsName) {
   EXPECT_EQ(allPassNames(), (std::vector<std::string>{
-                                "canonicalize", "fold-constants", "cse", "dce", "fuse-batchnorm",
-                                "recognize-layernorm", "recognize-gelu", "recognize-hardswish",
-                                "recognize-softmax", "fuse-epilogues", "fuse-elementwise",
-                                "legalize-precision"}));
+                                "decompose", "canonicalize", "fold-constants", "cse", "dce",
+                                "fuse-batchnorm", "recognize-layernorm", "recognize-gelu",
+                                "recognize-hardswish", "recognize-softmax", "fuse-epilogues",
+                                "fuse-elementwise", "legalize-precision"}));
   for (const std::string &name : allPassNames()) EXPECT_EQ(findPass(name)->name(), name);
   EXPECT_EQ(findPass("no-such-pass"), nullptr);
 }
@@ -67,8 +67,8 @@ TEST(PassPipeline, RejectsUnknownPassesListingTheAvailableOnes) {
   Model model;
   Status s = runPipeline(model, {"dce", "fold"});
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message.rfind("unknown pass 'fold' (available: canonicalize, fold-constants, "
-                                    "cse, dce, ",
+  EXPECT_EQ(s.error().message.rfind("unknown pass 'fold' (available: decompose, canonicalize, "
+                                    "fold-constants, cse, dce, ",
                                     0),
             0u)
       << s.error().message;
@@ -86,16 +86,45 @@ TEST(PassPipeline, PrintsAfterTheNamedPasses) {
             "// ----- after dce -----\nkiln.model\ngraph @main(%x: f32[2]) -> (%x) {\n}\n");
 }
 
-TEST(PassPipeline, LevelsGrowFromNothingAndNameRegisteredPasses) {
-  EXPECT_EQ(pipelineForLevel(0), (std::vector<std::string>{"legalize-precision"}));
-  EXPECT_EQ(pipelineForLevel(1), (std::vector<std::string>{"legalize-precision", "canonicalize",
-                                                           "fold-constants", "dce"}));
+TEST(PassPipeline, LevelsGrowFromTheLegalizingPassesAndNameRegisteredPasses) {
+  EXPECT_EQ(pipelineForLevel(0), (std::vector<std::string>{"decompose", "legalize-precision"}));
+  EXPECT_EQ(pipelineForLevel(1),
+            (std::vector<std::string>{"decompose", "legalize-precision", "canonicalize",
+                                      "fold-constants", "dce"}));
   for (int level = 1; level <= 3; ++level) {
     std::vector<std::string> lower = pipelineForLevel(level - 1), passes = pipelineForLevel(level);
     ASSERT_GE(passes.size(), lower.size());
     EXPECT_TRUE(std::equal(lower.begin(), lower.end(), passes.begin())) << "-O" << level;
     for (const std::string &name : passes) EXPECT_NE(findPass(name), nullptr) << name;
   }
+}
+
+TEST(Decompose, RewritesGemmIntoMatMulAndBiasAdd) {
+  expectPassOutput("decompose", "rewrites_gemm_into_matmul_and_bias_add");
+}
+TEST(Decompose, ScalesAndTransposesGemmOperands) {
+  expectPassOutput("decompose", "scales_and_transposes_gemm_operands");
+}
+TEST(Decompose, ComputesHalfGemmInF32) {
+  expectPassOutput("decompose", "computes_half_gemm_in_f32");
+}
+TEST(Decompose, RewritesEinsumContractionsIntoMatMul) {
+  expectPassOutput("decompose", "rewrites_einsum_contractions_into_matmul");
+}
+TEST(Decompose, RewritesEinsumDiagonalsSumsAndTransposes) {
+  expectPassOutput("decompose", "rewrites_einsum_diagonals_sums_and_transposes");
+}
+TEST(Decompose, RewritesEinsumWithSymbolicDims) {
+  expectPassOutput("decompose", "rewrites_einsum_with_symbolic_dims");
+}
+TEST(Decompose, RewritesEinsumWithEllipsisAndThreeOperands) {
+  expectPassOutput("decompose", "rewrites_einsum_with_ellipsis_and_three_operands");
+}
+TEST(Decompose, RewritesLossesIntoGathersAndReductions) {
+  expectPassOutput("decompose", "rewrites_losses_into_gathers_and_reductions");
+}
+TEST(Decompose, RewritesCopyingDropout) {
+  expectPassOutput("decompose", "rewrites_copying_dropout");
 }
 
 TEST(Dce, RemovesUnusedChains) {
@@ -286,6 +315,9 @@ TEST(FuseBatchnorm, FoldsIntoConvWithoutBias) {
 }
 TEST(FuseBatchnorm, FoldsThroughABiasAdd) {
   expectPassOutput("fuse-batchnorm", "folds_through_a_bias_add");
+}
+TEST(FuseBatchnorm, FoldsThroughAMatMulBiasAdd) {
+  expectPassOutput("fuse-batchnorm", "folds_through_a_matmul_bias_add");
 }
 TEST(FuseBatchnorm, FoldsIntoGemm) {
   expectPassOutput("fuse-batchnorm", "folds_into_gemm");

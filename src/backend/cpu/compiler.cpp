@@ -81,9 +81,9 @@ std::vector<const Value *> regionFreeValues(const Node &node) {
 class ProgramBuilder {
 public:
   ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode,
-                 bool copySteps)
+                 bool specializedSteps)
       : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)),
-        copySteps_(copySteps) {}
+        generalOnly_(!specializedSteps || std::getenv("KILN_DEBUG_GENERAL") != nullptr) {}
 
   struct Scope {
     const Scope *parent;
@@ -136,7 +136,11 @@ private:
   const codegen::CpuTarget &target_;
   CompileStats &stats_;
   std::string perturbNode_;
-  bool copySteps_ = true; // CompileOptions::copySteps
+  // CompileOptions::specializedSteps off (or KILN_DEBUG_GENERAL set, for
+  // tests of the general variants): no specialized elementwise, reduction or
+  // copy steps; every such node runs its op's dispatch, as a specialized
+  // step does when a run's shapes do not fit it.
+  bool generalOnly_ = false;
 
 public:
   int perturbedSteps = 0;
@@ -533,8 +537,8 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
   // dispatch as the general variant), the op's Kernel IR dispatch, a host
   // op.
   if (tryMicrokernel(scope, node)) return Status::success();
-  if (tryElementwise(scope, node)) return Status::success();
-  if (tryReduction(scope, node)) return Status::success();
+  if (!generalOnly_ && tryElementwise(scope, node)) return Status::success();
+  if (!generalOnly_ && tryReduction(scope, node)) return Status::success();
   std::vector<int> in;
   for (const Value *v : node.inputs()) {
     if (!v) {
@@ -552,7 +556,7 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       if (v) newSlot(scope, v);
   };
   const bool hasRegions = !node.regions().empty();
-  if (!hasRegions && copySteps_)
+  if (!hasRegions && !generalOnly_)
     if (std::unique_ptr<Step> copy = makeCopyStep(node, in, out, nullptr)) {
       copy->generalVariant = generalVariantOf(scope, node, in, out);
       claimOutputs();
@@ -631,7 +635,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   std::string perturbNode = options.perturbNode;
   if (const char *env = std::getenv("KILN_DEBUG_PERTURB"); env && perturbNode.empty())
     perturbNode = env;
-  ProgramBuilder builder(target, cm->stats_, perturbNode, options.copySteps);
+  ProgramBuilder builder(target, cm->stats_, perturbNode, options.specializedSteps);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
   if (!perturbNode.empty() && builder.perturbedSteps == 0)
     return makeError("KILN_DEBUG_PERTURB: no compiled step computes node '", perturbNode,

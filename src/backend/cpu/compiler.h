@@ -39,10 +39,11 @@ struct CompileOptions {
   // environment variable KILN_DEBUG_PERTURB; compile fails when no step
   // computes the node.
   std::string perturbNode;
-  // false: ops that have a memcpy copy step (Slice, Concat, Split,
-  // Transpose, nearest Resize) compile to their general variant instead,
-  // so tests can check that variant on every form.
-  bool copySteps = true;
+  // false (or the environment variable KILN_DEBUG_GENERAL set): no
+  // specialized elementwise, reduction or copy steps; those nodes compile to
+  // their op's dispatch, the general variant, so tests can check it on
+  // every form.
+  bool specializedSteps = true;
 };
 
 struct CompileStats {

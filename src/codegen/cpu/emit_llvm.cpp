@@ -34,6 +34,23 @@ llvm::Type *memoryType(llvm::LLVMContext &c, DType t) {
 
 bool isHalfFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
 
+// Whether `body` calls a C library function that LLVM cannot vectorize
+// (libmCall below); a vector hint on such a loop would only make LLVM warn
+// that it could not honour it.
+bool callsScalarLibm(const std::vector<Inst> &body) {
+  for (const Inst &i : body) {
+    switch (i.op) {
+    case Opcode::Tan: case Opcode::Asin: case Opcode::Acos: case Opcode::Atan:
+    case Opcode::Sinh: case Opcode::Cosh: case Opcode::Asinh: case Opcode::Acosh:
+    case Opcode::Atanh:
+      return true;
+    default:
+      if (!i.body.empty() && callsScalarLibm(i.body)) return true;
+    }
+  }
+  return false;
+}
+
 class Emitter {
 public:
   Emitter(const kir::Kernel &k, const CpuTarget &target, llvm::Module &m)
@@ -59,6 +76,7 @@ private:
   Expected<llvm::Value *> binary(const Inst &i, llvm::Value *a, llvm::Value *b);
   llvm::Value *compare(const Inst &i, llvm::Value *a, llvm::Value *b);
   llvm::Value *cast(const Inst &i, llvm::Value *a);
+  llvm::Value *roundToOddFloat(llvm::Value *d);
   Error unsupported(const Inst &i) const {
     return makeError("kernel '", k_.name, "': cpu codegen does not support '", kir::opcodeName(i.op),
                      "' on ", dtypeName(i.type));
@@ -272,7 +290,7 @@ Status Emitter::emitLoop(const Inst &loop) {
   };
   auto i32 = [&](int v) { return llvm::ConstantAsMetadata::get(b_.getInt32(v)); };
   auto i1 = [&](bool v) { return llvm::ConstantAsMetadata::get(b_.getInt1(v)); };
-  if (vector) {
+  if (vector && !callsScalarLibm(loop.body)) {
     hint("llvm.loop.vectorize.enable", i1(true));
     hint("llvm.loop.vectorize.width", i32(loop.schedule.width));
   } else if (loop.schedule.kind == kir::Schedule::Kind::Unroll) {
@@ -450,12 +468,37 @@ llvm::Value *Emitter::compare(const Inst &i, llvm::Value *a, llvm::Value *b) {
   }
 }
 
+// A double rounded to float to odd: toward zero, then the last bit set when
+// the result is inexact. NaN and exact values pass unchanged.
+llvm::Value *Emitter::roundToOddFloat(llvm::Value *d) {
+  llvm::Value *f = b_.CreateFPTrunc(d, b_.getFloatTy());
+  llvm::Value *back = b_.CreateFPExt(f, b_.getDoubleTy());
+  llvm::Value *exact = b_.CreateOr(b_.CreateFCmpOEQ(back, d), b_.CreateFCmpUNO(d, d));
+  llvm::Value *away =
+      b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
+                       b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, d));
+  llvm::Value *bits = b_.CreateBitCast(f, b_.getInt32Ty());
+  bits = b_.CreateSelect(away, b_.CreateSub(bits, b_.getInt32(1)), bits); // one step to zero
+  bits = b_.CreateOr(bits, b_.getInt32(1));
+  return b_.CreateSelect(exact, f, b_.CreateBitCast(bits, b_.getFloatTy()));
+}
+
 llvm::Value *Emitter::cast(const Inst &i, llvm::Value *a) {
   const DType from = i.castFrom, to = i.type;
   llvm::Type *t = registerType(c_, to);
   if (from == to) return a;
   if (isHalfFloat(to) && from != DType::Bool) {
     // Through f32 (the register type), then rounded to the 16-bit type.
+    // From f64 and 32/64-bit integers the first rounding is to odd, so that
+    // the second one gives the correctly rounded result (as the
+    // interpreter's ew::roundToOddFloat does); a plain double rounding can
+    // be one ulp off.
+    if (from == DType::F64 || (isInt(from) && dtypeSize(from) >= 4)) {
+      llvm::Value *d = from == DType::F64 ? a
+                       : isSignedInt(from) ? b_.CreateSIToFP(a, b_.getDoubleTy())
+                                           : b_.CreateUIToFP(a, b_.getDoubleTy());
+      return roundTo(to, roundToOddFloat(d));
+    }
     Inst toF32 = i;
     toF32.type = DType::F32;
     return roundTo(to, cast(toF32, a));
