@@ -121,23 +121,16 @@ def describe_failing_node(model, message):
     return f"{op}({ins}){' {' + attrs + '}' if attrs else ''}{where}"
 
 
-def interpreter_fallbacks(model, inputs, work, args):
-    """Every node the compiler leaves to the interpreter (so `kiln compile`
-    refuses the model), from `kiln inspect --target cpu` on the first input
-    set: 'Op 'name' (input types): why' lines, or None when the kiln binary
-    does not list them."""
-    flags = []
-    for i, (name, arr) in enumerate(inputs.items()):
-        f = work / f"inspect_in_{i}.npy"
-        np.save(f, arr)
-        flags += ["--input", f"{name}={f}"]
-    ok, out = run([args.kiln, "inspect", model, "--target", "cpu", "--threads", "1"] + flags, args.timeout)
-    lines = [line.split("interpreter fallback:", 1)[1].strip() for line in out.splitlines()
-             if "interpreter fallback:" in line]
+def uncompiled_nodes(model, inputs, work, args):
+    """Every node the cpu target cannot compile, from the compile error of
+    `kiln inspect --target cpu` (which lists them all at once): 'node 'name'
+    (Op) (input types): why' lines, or None when it compiles."""
+    ok, out = run([args.kiln, "inspect", model, "--target", "cpu"], args.timeout)
+    lines = [line.strip() for line in out.splitlines() if line.startswith("  node '")]
     return lines or None
 
 
-def fallback_forms(lines):
+def uncompiled_forms(lines):
     """Distinct 'Op(input dtypes and ranks): why' forms with their counts: node
     names dropped, shapes reduced to ranks ('f32[4d]'; '[*]' unranked), so
     one line stands for every size of a form."""
@@ -223,7 +216,7 @@ def check_model(name, source, model, sets, tolerance, args):
         rec["compile"] = first_error_line(out)
         rec["failing_node"] = describe_failing_node(model, rec["compile"])
         t1 = time.time()
-        rec["fallbacks"] = interpreter_fallbacks(model, sets[0], work, args)
+        rec["uncompiled"] = uncompiled_nodes(model, sets[0], work, args)
         rec["inspect_s"] = round(time.time() - t1, 1)
         rec["total_s"] = round(time.time() - t0, 1)
         return rec
@@ -339,19 +332,19 @@ def print_table(records):
             print(f"  {r['model']}: {r['compile']}")
             if r.get("failing_node"):
                 print(f"      node: {r['failing_node']}")
-    missing = [r for r in records if r.get("fallbacks")]
+    missing = [r for r in records if r.get("uncompiled")]
     if missing:
-        print("\nevery node left to the interpreter (kiln inspect --target cpu), by distinct form:")
+        print("\nevery node the cpu target cannot compile (kiln inspect --target cpu), by distinct form:")
         for r in missing:
-            print(f"  {r['model']}: {len(r['fallbacks'])} nodes")
-            for form, n in sorted(fallback_forms(r["fallbacks"]).items(), key=lambda kv: -kv[1]):
+            print(f"  {r['model']}: {len(r['uncompiled'])} nodes")
+            for form, n in sorted(uncompiled_forms(r["uncompiled"]).items(), key=lambda kv: -kv[1]):
                 print(f"      {n:4d} x {form}")
         totals = {}
         for r in missing:
-            for form in fallback_forms(r["fallbacks"]):
+            for form in uncompiled_forms(r["uncompiled"]):
                 op = form.split("(", 1)[0]
                 totals.setdefault(op, set()).add(r["model"].replace(".onnx", ""))
-        print("\nops left to the interpreter, by how many models they block:")
+        print("\nops the cpu target cannot compile, by how many models they block:")
         for op, ms in sorted(totals.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             print(f"  {op:28} {len(ms):3d}  {', '.join(sorted(ms))}")
 

@@ -142,7 +142,7 @@ int verifyCommand(const std::vector<std::string> &argv) {
   options.target = target->target;
   options.compile.optLevel = target->optLevel;
   options.compile.cpu = target->cpu;
-  options.compile.threads = target->threads;
+  options.threads = target->threads;
   options.reference = args->value("reference").value_or("interp");
   if (options.reference != "interp" && options.reference != "interp-f64" &&
       options.reference != "ort")

@@ -2,7 +2,6 @@
 
 #include "artifact_engine.h"
 
-#include "backend/cpu/compiler.h"
 #include "interp/interpreter.h"
 #include "package/package.h"
 
@@ -31,42 +30,6 @@ public:
 private:
   Model model_;
   Interpreter interp_;
-};
-
-// The interpreter fallbacks, one per line after the summary (transitional:
-// until every op compiles).
-std::string interpLines(const cpu::CompileStats &s) {
-  std::string out;
-  for (const std::string &line : s.interpNodes) out += "\n  interpreter fallback: " + line;
-  return out;
-}
-
-class CpuEngine : public Engine {
-public:
-  explicit CpuEngine(std::unique_ptr<cpu::CompiledModel> m) : m_(std::move(m)) {}
-  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
-    return m_->run(std::move(inputs));
-  }
-  const Graph &graph() const override { return *m_->model().graph; }
-  std::string summary() const override {
-    const cpu::CompileStats &s = m_->stats();
-    return strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ",
-                  s.microkernelSteps, " microkernel calls, ", s.copySteps, " copies, ",
-                  s.interpSteps,
-                  " interpreter fallbacks; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
-                  " ms, codegen ", s.codegenMs, " ms") +
-           interpLines(s);
-  }
-  void setProfiling(bool on) override { m_->setProfiling(on); }
-  std::string profileReport() const override { return m_->profileReport(); }
-  std::string memoryReport() const override {
-    cpu::CompiledModel::MemoryReport r = m_->memoryReport();
-    return strCat(r.arenaBytes, " bytes planned with buffer reuse (", r.naiveBytes,
-                  " bytes without)");
-  }
-
-private:
-  std::unique_ptr<cpu::CompiledModel> m_;
 };
 
 Expected<int> parseInt(const std::optional<std::string> &text, const char *flag, int def, int lo,
@@ -108,8 +71,6 @@ Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &o
   po.cpu = options.cpu;
   po.dumpDir = options.dumpDir;
   KILN_ASSIGN_OR_RETURN(auto compiled, package::compileForArtifact(std::move(model), po));
-  if (compiled->stats().interpSteps > 0) // transitional, until every op compiles
-    return std::unique_ptr<Engine>(new CpuEngine(std::move(compiled)));
   KILN_ASSIGN_OR_RETURN(std::string bytes, package::packageCompiled(*compiled, po));
   const std::string summary = summaryOf(compiled->stats());
   return openArtifactEngineFromMemory(bytes, options.threads, compiled->releaseModel(), summary);

@@ -135,7 +135,6 @@ Expected<std::unique_ptr<cpu::CompiledModel>> compileForArtifact(Model model,
   cpu::CompileOptions co;
   co.optLevel = options.optLevel;
   co.cpu = options.cpu;
-  co.threads = 1; // the compiler's own pool is not used by the artifact
   co.exposeIntermediates = options.exposeIntermediates;
   co.perturbNode = options.perturbNode;
   co.dumpDir = options.dumpDir;

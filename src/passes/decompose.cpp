@@ -704,7 +704,8 @@ const PatternSet &decomposePatterns() {
                                   {"nll-loss", OpKind::NegativeLogLikelihoodLoss, decomposeLoss},
                                   {"sce-loss", OpKind::SoftmaxCrossEntropyLoss, decomposeLoss},
                                   {"dropout", OpKind::Dropout, decomposeDropout},
-                              }};
+                              },
+                              /*rewriteUnusedNodes=*/true};
   return set;
 }
 

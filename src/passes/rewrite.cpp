@@ -220,17 +220,17 @@ constexpr int kMaxSweeps = 32;
 
 using PatternIndex = std::vector<std::vector<const Pattern *>>;
 
-bool sweep(Graph &graph, const PatternIndex &byOp, Rewriter &rw) {
+bool sweep(Graph &graph, const PatternIndex &byOp, Rewriter &rw, bool unusedToo) {
   bool changed = false;
   std::vector<Node *> order;
   for (auto &n : graph.nodes()) order.push_back(n.get());
   for (Node *n : order) {
     if (rw.erased(n)) continue;
-    for (Graph *r : n->regions()) changed |= sweep(*r, byOp, rw);
+    for (Graph *r : n->regions()) changed |= sweep(*r, byOp, rw, unusedToo);
     if (rw.erased(n)) continue;
     bool used = false;
     for (Value *v : n->outputs()) used |= rw.numUses(v) > 0;
-    if (!used) continue;
+    if (!used && !unusedToo) continue;
     for (auto *list : {&byOp[static_cast<size_t>(n->op())], &byOp.back()}) {
       bool applied = false;
       for (const Pattern *p : *list)
@@ -269,7 +269,7 @@ Expected<bool> applyPatterns(Model &model, const PatternSet &set) {
   bool changed = false;
   for (int i = 0; i < kMaxSweeps; ++i) {
     rw.forgetErased();
-    if (!sweep(*model.graph, byOp, rw)) break;
+    if (!sweep(*model.graph, byOp, rw, set.rewriteUnusedNodes)) break;
     changed = true;
     Status sorted = Status::success();
     model.graph->walk([&](Graph &g) {

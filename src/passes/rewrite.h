@@ -66,6 +66,10 @@ struct Pattern {
 struct PatternSet {
   std::string_view name; // the pass name when the set is a pass
   std::vector<Pattern> patterns;
+  // Legalizing sets (decompose) rewrite every node, even one whose results
+  // nothing reads (at -O0 no DCE has run, and the backend compiles what is
+  // there); optimizing sets leave dead nodes to dce.
+  bool rewriteUnusedNodes = false;
 };
 
 class Rewriter {

@@ -89,7 +89,6 @@ Expected<VerifyResult> verifyModel(Model targetModel, Model referenceModel,
   std::vector<RtValue> targetOutputs;
   std::unordered_map<std::string, RtValue> pending;
   std::vector<std::string> pendingOrder;
-  std::unique_ptr<cpu::CompiledModel> compiled;
   Model compiledGraph;
   const Graph *targetGraph = targetModel.graph.get();
   auto t0 = Clock::now();
@@ -100,21 +99,14 @@ Expected<VerifyResult> verifyModel(Model targetModel, Model referenceModel,
     po.cpu = options.compile.cpu;
     po.perturbNode = options.compile.perturbNode;
     po.exposeIntermediates = layers;
-    KILN_ASSIGN_OR_RETURN(compiled, package::compileForArtifact(std::move(targetModel), po));
-    std::vector<RtValue> outs;
-    if (compiled->stats().interpSteps > 0) { // transitional, until every op compiles
-      targetGraph = compiled->model().graph.get();
-      KILN_ASSIGN_OR_RETURN(outs, compiled->run(inputs));
-    } else {
-      KILN_ASSIGN_OR_RETURN(std::string bytes, package::packageCompiled(*compiled, po));
-      compiledGraph = compiled->releaseModel();
-      compiled.reset();
-      targetGraph = compiledGraph.graph.get();
-      auto loaded = rt::LoadedModel::fromMemory(bytes.data(), bytes.size());
-      if (loaded.error) return makeError(loaded.error->message);
-      rt::Session session(*loaded.value, options.compile.threads);
-      KILN_ASSIGN_OR_RETURN(outs, session.run(inputs));
-    }
+    KILN_ASSIGN_OR_RETURN(auto compiled, package::compileForArtifact(std::move(targetModel), po));
+    KILN_ASSIGN_OR_RETURN(std::string bytes, package::packageCompiled(*compiled, po));
+    compiledGraph = compiled->releaseModel();
+    targetGraph = compiledGraph.graph.get();
+    auto loaded = rt::LoadedModel::fromMemory(bytes.data(), bytes.size());
+    if (loaded.error) return makeError(loaded.error->message);
+    rt::Session session(*loaded.value, options.threads);
+    KILN_ASSIGN_OR_RETURN(std::vector<RtValue> outs, session.run(inputs));
     const std::vector<Value *> &names = targetGraph->outputs();
     if (outs.size() < numOutputs || names.size() != outs.size())
       return makeError("the compiled model returned ", outs.size(), " outputs, expected ",

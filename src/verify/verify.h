@@ -26,7 +26,8 @@ namespace kiln::verify {
 struct VerifyOptions {
   std::string modelPath;      // for the ort reference and the report
   std::string target = "cpu"; // cpu | interp
-  cpu::CompileOptions compile;
+  cpu::CompileOptions compile; // optLevel, cpu, perturbNode
+  int threads = 0;             // the session's (0: physical cores)
   std::string reference = "interp"; // interp | interp-f64 | ort
   std::optional<double> rtol, atol; // override the per-dtype defaults of float values
   bool bisect = false;              // per-layer comparison when an output fails

@@ -5,6 +5,7 @@
 // compilation.
 #include "backend/cpu/compiler.h"
 #include "frontend/onnx/importer.h"
+#include "artifact_runner.h"
 #include "interp/interpreter.h"
 
 #include <gtest/gtest.h>
@@ -54,9 +55,7 @@ void runAtSizes(const std::string &file, std::vector<Shape64> shapes) {
   ASSERT_TRUE(reference.ok()) << reference.error().message;
   auto model = importOnnxFile(path);
   ASSERT_TRUE(model.ok()) << model.error().message;
-  cpu::CompileOptions options;
-  options.threads = 2;
-  auto compiled = cpu::CompiledModel::compile(std::move(*model), options);
+  auto compiled = testing::ArtifactRunner::compile(std::move(*model), {}, 2);
   ASSERT_TRUE(compiled.ok()) << compiled.error().message;
   const int kernels = (*compiled)->stats().generatedKernels;
   Interpreter interp;

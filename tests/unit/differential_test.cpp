@@ -1,8 +1,8 @@
 // The differential fuzz test: random small graphs (random_graph.h) run by the
 // reference interpreter and by the CPU compiler, every output compared
-// element by element. It goes through the public compile/run API only, so it
-// checks whatever path each op takes (generated kernel, microkernel, or
-// interpreter fallback) and keeps checking as more ops get compiled.
+// element by element. The compiled side is an artifact loaded by the runtime
+// library (artifact_runner.h), so it checks whatever path each op takes
+// (generated kernel, microkernel, host op) exactly as it ships.
 //
 // Seeds: first those of differential_regressions.txt (seeds that once
 // failed), then 0..N-1 with N from KILN_DIFF_SEEDS (default 300).
@@ -29,6 +29,7 @@
 // one twin's perturbations can cancel at an element (f32 perturbations come
 // in whole ulps) and make its estimate there much too small. The summary
 // line counts the elements that needed the noise term.
+#include "artifact_runner.h"
 #include "random_graph.h"
 
 #include "backend/cpu/compiler.h"
@@ -184,7 +185,7 @@ Comparison compareTensors(const Tensor &got, const Tensor &want, const std::vect
 
 struct Totals {
   int seeds = 0, compiles = 0, skipped = 0;
-  int steps = 0, generatedKernels = 0, microkernelSteps = 0, interpSteps = 0;
+  int steps = 0, generatedKernels = 0, microkernelSteps = 0;
   int64_t elements = 0, noisyPasses = 0;
   double seedNoisyRatio = 0;                           // of the seed being checked
   std::vector<std::pair<double, uint64_t>> noisySeeds; // seeds that needed the noise term
@@ -320,11 +321,10 @@ std::string checkSeed(uint64_t seed, Totals &totals, bool verbose) {
   const std::vector<RtValue> *failingInputs = nullptr;
   for (const Config &config : configsFor(seed)) {
     auto fresh = generateRandomGraph(seed, graphOptionsFor(seed)); // compile consumes the model
-    cpu::CompileOptions options;
+    package::PackageOptions options;
     options.optLevel = config.optLevel;
-    options.threads = config.threads;
     t0 = Clock::now();
-    auto compiled = cpu::CompiledModel::compile(std::move(fresh->model), options);
+    auto compiled = testing::ArtifactRunner::compile(std::move(fresh->model), options, config.threads);
     totals.compile += secondsSince(t0);
     ++totals.compiles;
     std::string failure;
@@ -335,8 +335,7 @@ std::string checkSeed(uint64_t seed, Totals &totals, bool verbose) {
       totals.steps += stats.steps;
       totals.generatedKernels += stats.generatedKernels;
       totals.microkernelSteps += stats.microkernelSteps;
-      totals.interpSteps += stats.interpSteps;
-      (*compiled)->setProfiling(verbose);
+      (*compiled)->session().setProfiling(verbose);
       for (int run = 0; run < 3 && failure.empty(); ++run) {
         const Reference &ref = refs[run == 1 ? 1 : 0];
         t0 = Clock::now();
@@ -351,7 +350,8 @@ std::string checkSeed(uint64_t seed, Totals &totals, bool verbose) {
       }
     }
     if (verbose && compiled.ok())
-      std::printf("steps (%s):\n%s", config.str().c_str(), (*compiled)->profileReport().c_str());
+      std::printf("steps (%s):\n%s", config.str().c_str(),
+                  (*compiled)->session().profileReport().c_str());
     if (failure.empty()) continue;
     if (report.empty()) {
       report = "seed " + std::to_string(seed) + " (" + config.str() + "), " + failure;
@@ -394,9 +394,8 @@ TEST(Differential, CompiledMatchesInterpreter) {
               "generate %.1f s, interpreter %.1f s (with noise runs), compile %.1f s, run %.1f s\n",
               totals.seeds, single ? size_t(0) : regressions.size(), totals.compiles,
               secondsSince(t0), totals.generate, totals.interp, totals.compile, totals.run);
-  std::printf("[ diff     ] steps: %d, generated kernels %d, microkernel steps %d, interpreter "
-              "steps %d\n",
-              totals.steps, totals.generatedKernels, totals.microkernelSteps, totals.interpSteps);
+  std::printf("[ diff     ] steps: %d, generated kernels %d, microkernel steps %d\n", totals.steps,
+              totals.generatedKernels, totals.microkernelSteps);
   std::printf("[ diff     ] %lld output elements compared, %lld within tolerance only thanks to "
               "the noise estimate\n",
               static_cast<long long>(totals.elements), static_cast<long long>(totals.noisyPasses));

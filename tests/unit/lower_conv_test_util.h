@@ -15,6 +15,7 @@
 #include "op_check.h"
 
 #include "backend/cpu/compiler.h"
+#include "artifact_runner.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "package/package.h"
@@ -92,7 +93,7 @@ inline int expectGeneralVariantsMatchInterpreter(const std::string &model,
   auto parsed = parseModel(model, "test.kir");
   EXPECT_TRUE(parsed.ok()) << parsed.error().message;
   if (!parsed.ok()) return 0;
-  auto compiled = cpu::CompiledModel::compile(std::move(*parsed), cpu::CompileOptions{});
+  auto compiled = ArtifactRunner::compile(std::move(*parsed), package::PackageOptions{}, 2);
   EXPECT_TRUE(compiled.ok()) << compiled.error().message;
   if (!compiled.ok()) return 0;
   const cpu::Program &p = (*compiled)->program();
@@ -103,7 +104,7 @@ inline int expectGeneralVariantsMatchInterpreter(const std::string &model,
   for (const auto &[slot, value] : p.constants) frame.slots[size_t(slot)] = value;
   runtime::ThreadPool pool(2);
   Interpreter interp;
-  cpu::ExecContext ctx{&pool, &interp, nullptr, nullptr};
+  cpu::ExecContext ctx{&pool, nullptr, nullptr};
   int variants = 0;
   for (const auto &step : p.steps) {
     const cpu::Step *s = step->generalVariant ? step->generalVariant.get() : step.get();

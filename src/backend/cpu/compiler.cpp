@@ -8,11 +8,12 @@
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
 #include "runtime/cpu/steps.h"
-#include "backend/cpu/interp_step.h"
 #include "runtime/cpu/host_op_step.h"
 #include "runtime/cpu/program_io.h"
 #include "codegen/cpu/compile.h"
 #include "codegen/cpu/cpu_target.h"
+#include "interp/interpreter.h"
+#include "interp/kernel.h"
 #include "kernel/printer.h"
 #include "kernel/verifier.h"
 #include "lower/elementwise.h"
@@ -41,40 +42,28 @@ double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// "interp Op 'name' (f32[n,4], i64[]): why": which form of an op still runs
-// on the interpreter, for `kiln inspect` and the corpus report.
-std::string interpFallbackLine(const Node &node, const Status &dispatchError) {
+// "node 'name' (Op) (f32[n,4], i64[]): why": a node the cpu target cannot
+// compile, with the form of its inputs, for the compile error.
+std::string unsupportedLine(const Node &node, const std::string &why) {
   std::string line = node.describe() + " (";
   for (size_t i = 0; i < node.inputs().size(); ++i) {
     const Value *v = node.inputs()[i];
     line += (i ? ", " : "") + (v ? v->type().str() : std::string("-"));
   }
-  line += "): ";
-  line += dispatchError.ok() ? (lower::kernelLoweringOf(node.op()) ? "no compiled step took it"
-                                                                   : "no lowering for this op")
-                             : "lowering failed: " + dispatchError.message();
-  return line;
+  return line + "): " + why;
 }
 
-bool isWithin(const Graph *g, const Graph *scope) {
-  for (; g; g = g->parent())
-    if (g == scope) return true;
-  return false;
-}
-
-// Values that the regions of `node` read from outside themselves.
-std::vector<const Value *> regionFreeValues(const Node &node) {
-  std::vector<const Value *> out;
-  std::unordered_set<const Value *> seen;
-  for (Graph *region : node.regions())
-    region->walk([&](Graph &g) {
-      for (auto &n : g.nodes())
-        for (const Value *v : n->inputs())
-          if (v && !isWithin(v->owner(), region) && seen.insert(v).second) out.push_back(v);
-      for (const Value *v : g.outputs())
-        if (v && !isWithin(v->owner(), region) && seen.insert(v).second) out.push_back(v);
-    });
-  return out;
+// Runs `node` with the interpreter's kernel: the constant folder's use of
+// the reference, at compile time only.
+Expected<std::vector<RtValue>> evaluateNode(const Node &node,
+                                            std::vector<const RtValue *> args,
+                                            Interpreter &interp) {
+  KernelFn fn = kernelTable().find(node.op());
+  if (!fn) return makeError(node.describe(), ": no reference kernel");
+  Environment env;
+  KernelContext ctx(node, std::move(args), interp, interp.options(), env);
+  KILN_RETURN_IF_ERROR(fn(ctx));
+  return ctx.takeOutputs();
 }
 
 // Builds the programs of one model: slots, steps, and the kernels to compile.
@@ -94,10 +83,9 @@ public:
   Expected<std::unique_ptr<Program>> build(const Graph &g, const Scope *parent);
 
   std::vector<kir::Kernel> kernels;
-  // Each kernel step with the index of the kernel it runs.
-  std::vector<std::pair<KernelStep *, int>> kernelSteps;
-  // Each dispatch with the indices of its launches' kernels.
-  std::vector<std::pair<DispatchStep *, std::vector<int>>> dispatchSteps;
+  // One line per node no step covers (unsupportedLine); compiling fails
+  // with all of them when there is any.
+  std::vector<std::string> unsupported;
 
 private:
   Expected<int> slotOf(Scope &scope, const Value *v);
@@ -114,7 +102,9 @@ private:
   Expected<std::unique_ptr<DispatchStep>> lowerToDispatch(Scope &scope, const Node &node,
                                                           std::vector<int> in, std::vector<int> out);
   // The general variant (program.h) of a specialized step computing `node`:
-  // its Kernel IR dispatch, or (until every op has one) the interpreter.
+  // its Kernel IR dispatch, or null where the lowering needs what the graph
+  // does not know (a rank); the specialized step then reports a run whose
+  // shapes it does not fit as an error naming them.
   std::unique_ptr<Step> generalVariantOf(Scope &scope, const Node &node,
                                          const std::vector<int> &in, const std::vector<int> &out);
   // The compile-time value of `v` in this scope, or null.
@@ -252,7 +242,6 @@ bool ProgramBuilder::tryElementwise(Scope &scope, const Node &node) {
   lowered->launch.symbol = lowered->kernel.name; // after internKernel's renaming
   auto step = std::make_unique<ElementwiseStep>(label, std::move(lowered->launch), in, out,
                                                 outTypes, std::move(fallback));
-  kernelSteps.emplace_back(step.get(), index);
   scope.program->steps.push_back(std::move(step));
   return true;
 }
@@ -289,14 +278,13 @@ bool ProgramBuilder::tryPrecompute(Scope &scope, const Node &node) {
   for (size_t i = 0; i < in.size(); ++i)
     needed += in[i] >= 0 && std::find(in.begin(), in.begin() + i, in[i]) == in.begin() + i;
   if (found != needed) return false; // some input is not a constant
-  std::vector<int> out;
-  for (int i = 0; i < node.numOutputs(); ++i) out.push_back(scope.program->numSlots + i);
-  InterpStep step(node, in, out, {});
-  ExecContext ctx{nullptr, &precomputeInterpreter_, nullptr, nullptr};
-  if (!step.run(frame, ctx).ok()) return false; // left for run time, which reports it
+  std::vector<const RtValue *> args;
+  for (int s : in) args.push_back(s < 0 ? nullptr : &frame.slots[s]);
+  auto outs = evaluateNode(node, std::move(args), precomputeInterpreter_);
+  if (!outs.ok()) return false; // left for run time, which reports it
   for (int i = 0; i < node.numOutputs(); ++i)
     if (const Value *v = node.output(i))
-      scope.program->constants.emplace_back(newSlot(scope, v), std::move(frame.slots[out[i]]));
+      scope.program->constants.emplace_back(newSlot(scope, v), std::move((*outs)[size_t(i)]));
   return true;
 }
 
@@ -345,18 +333,15 @@ Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &s
                                                                          std::vector<int> in,
                                                                          std::vector<int> out) {
   lower::LowerFn lower = loweringOf(node);
-  if (!lower) return makeError(node.describe(), ": no Kernel IR lowering");
+  if (!lower) return makeError("no Kernel IR lowering");
   lower::DispatchBuilder d(node, "k" + std::to_string(kernels.size()),
                            [&](const Value *v) { return constantValue(scope, v); });
-  if (Status s = lower(d); !s.ok()) return makeError(node.describe(), ": ", s.error().message);
+  KILN_RETURN_IF_ERROR(lower(d));
   KILN_ASSIGN_OR_RETURN(lower::LoweredDispatch lowered, d.finish());
-  std::vector<int> indices;
   for (size_t k = 0; k < lowered.kernels.size(); ++k) {
-    const int index = internKernel(lowered.kernels[k]);
-    if (index < 0)
-      return makeError(node.describe(), ": its lowered kernel does not verify (a kiln bug)");
+    if (internKernel(lowered.kernels[k]) < 0)
+      return makeError("its lowered kernel does not verify (a kiln bug)");
     lowered.recipe.launches[k].symbol = lowered.kernels[k].name; // after renaming
-    indices.push_back(index);
   }
   std::string label = "kernel " +
                       (lowered.kernels.empty() ? std::string("-") : lowered.kernels[0].name) +
@@ -364,18 +349,17 @@ Expected<std::unique_ptr<DispatchStep>> ProgramBuilder::lowerToDispatch(Scope &s
   auto step = std::make_unique<DispatchStep>(std::move(label), std::move(in), std::move(out),
                                              std::move(lowered.recipe));
   KILN_RETURN_IF_ERROR(step->prepare());
-  dispatchSteps.emplace_back(step.get(), std::move(indices));
   return step;
 }
 
 std::unique_ptr<Step> ProgramBuilder::generalVariantOf(Scope &scope, const Node &node,
                                                        const std::vector<int> &in,
                                                        const std::vector<int> &out) {
-  if (loweringOf(node)) {
-    auto step = lowerToDispatch(scope, node, in, out);
-    if (step.ok()) return std::move(*step);
-  }
-  return std::make_unique<InterpStep>(node, in, out, std::vector<std::pair<const Value *, int>>{});
+  if (!loweringOf(node)) return nullptr;
+  auto step = lowerToDispatch(scope, node, in, out);
+  if (step.ok()) return std::move(*step);
+  ++stats_.withoutGeneralVariant;
+  return nullptr;
 }
 
 bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
@@ -396,7 +380,6 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
                                                   node.describe(),
                                               std::move(lowered->launch), in, out[0],
                                               std::move(fallback));
-  kernelSteps.emplace_back(step.get(), index);
   scope.program->steps.push_back(std::move(step));
   return true;
 }
@@ -582,18 +565,14 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
       return Status::success();
     }
 
-  // Transitional: the interpreter's kernel for this node.
-  ++stats_.interpSteps;
-  stats_.interpNodes.push_back(interpFallbackLine(node, dispatchError));
-  std::vector<std::pair<const Value *, int>> regionReads;
-  for (const Value *v : regionFreeValues(node)) {
-    KILN_ASSIGN_OR_RETURN(int s, slotOf(scope, v));
-    regionReads.emplace_back(v, s);
-  }
-  // Region reads may have declared captured slots: outputs come after them.
-  out.clear();
-  for (const Value *v : node.outputs()) out.push_back(v ? newSlot(scope, v) : -1);
-  scope.program->steps.push_back(std::make_unique<InterpStep>(node, in, out, regionReads));
+  // No step covers the node: recorded, and compiling fails with every such
+  // node listed (the outputs still get slots so later nodes can be checked).
+  unsupported.push_back(unsupportedLine(
+      node, !dispatchError.ok() ? dispatchError.message()
+            : loweringOf(node)  ? "no step covers this form"
+                                : "the cpu target has no lowering for " +
+                                      std::string(opName(node.op()))));
+  claimOutputs();
   return Status::success();
 }
 
@@ -637,6 +616,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
     perturbNode = env;
   ProgramBuilder builder(target, cm->stats_, perturbNode, options.specializedSteps);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
+  if (!builder.unsupported.empty()) {
+    std::string list;
+    for (const std::string &line : builder.unsupported) list += "\n  " + line;
+    return makeError(builder.unsupported.size(), builder.unsupported.size() == 1 ? " node" : " nodes",
+                     " cannot be compiled for the cpu target:", list);
+  }
   if (!perturbNode.empty() && builder.perturbedSteps == 0)
     return makeError("KILN_DEBUG_PERTURB: no compiled step computes node '", perturbNode,
                      "' (unknown, or folded into a constant)");
@@ -654,60 +639,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
     codegen::CompileOptions co;
     co.optLevel = std::max(2, std::min(3, options.optLevel));
     if (!options.dumpDir.empty()) co.dumpLlvmIrPath = options.dumpDir + "/kernels.ll";
-    KILN_ASSIGN_OR_RETURN(codegen::ObjectCode object,
-                          codegen::compileKernels(builder.kernels, target, co));
-    KILN_ASSIGN_OR_RETURN(cm->jit_, codegen::CpuJit::create());
-    KILN_RETURN_IF_ERROR(cm->jit_->addObject(object));
-    std::vector<codegen::KernelEntry> entries;
-    for (const kir::Kernel &k : builder.kernels) {
-      KILN_ASSIGN_OR_RETURN(codegen::KernelEntry fn, cm->jit_->lookup(k.name));
-      entries.push_back(fn);
-    }
-    for (auto &[step, index] : builder.kernelSteps) step->setEntry(entries[index]);
-    for (auto &[step, indices] : builder.dispatchSteps) {
-      std::vector<KernelEntry> launchEntries;
-      for (int index : indices) launchEntries.push_back(entries[index]);
-      step->setEntries(std::move(launchEntries));
-    }
-    cm->object_ = std::move(object);
+    // The steps find their kernels by symbol when the artifact loads.
+    KILN_ASSIGN_OR_RETURN(cm->object_, codegen::compileKernels(builder.kernels, target, co));
   }
   cm->stats_.codegenMs = msSince(t0);
   numberPrograms(*cm->main_);
-  cm->arenas_ = createArenas(*cm->main_);
-  cm->pool_ = std::make_unique<runtime::ThreadPool>(options.threads);
-  cm->interpreter_ = std::make_unique<Interpreter>();
   return cm;
 }
-
-Expected<std::vector<RtValue>> CompiledModel::run(std::vector<RtValue> inputs) {
-  const Graph &g = *model_.graph;
-  if (inputs.size() != g.inputs().size())
-    return makeError("model takes ", g.inputs().size(), " inputs, got ", inputs.size());
-  std::unordered_map<std::string, int64_t> bindings;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    KILN_RETURN_IF_ERROR(checkInputAgainstType(*g.inputs()[i], inputs[i], bindings));
-  Frame frame;
-  frame.slots.resize(main_->numSlots);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    frame.slots[main_->inputSlots[i]] = std::move(inputs[i]);
-  ExecContext ctx{pool_.get(), interpreter_.get(), &arenas_, profiling_ ? &profile_ : nullptr};
-  return main_->run(frame, ctx);
-}
-
-CompiledModel::MemoryReport CompiledModel::memoryReport() const {
-  MemoryReport r;
-  for (const ActivationArena &arena : arenas_) {
-    r.arenaBytes += arena.arenaBytes();
-    r.naiveBytes += arena.naiveBytes();
-  }
-  return r;
-}
-
-void CompiledModel::setProfiling(bool on) {
-  profile_.clear();
-  profiling_ = on;
-}
-
-std::string CompiledModel::profileReport() const { return cpu::profileReport(*main_, profile_); }
 
 } // namespace kiln::cpu

@@ -1,16 +1,16 @@
 // The CPU backend's driver: takes an imported model through the pass
-// pipeline, turns every graph (and If branch) into a Program of steps,
-// lowers the elementwise groups to Kernel IR, compiles all kernels into one
-// native object with LLVM and links it with the JIT.
+// pipeline, turns every graph (and every If/Loop/Scan body) into a Program
+// of steps, lowers nodes to Kernel IR, and compiles all kernels into one
+// native object with LLVM. There is no interpreter at run time: a node that
+// no step covers is a compile error.
 //
-//   model ─passes(-O)─▶ fused graph ─▶ steps ─┬─ kernels ─▶ Kernel IR ─▶ object ─▶ JIT
-//                                             └─ conv/matmul/pool microkernels, interpreter fallback
+//   model ─passes(-O)─▶ fused graph ─▶ steps ─┬─ dispatches: Kernel IR ─▶ object
+//                                             ├─ microkernels (conv, matmul, pooling, LSTM)
+//                                             └─ host ops, sub-programs
 #pragma once
 
 #include "runtime/cpu/program.h"
-#include "interp/interpreter.h"
 #include "codegen/cpu/compile.h"
-#include "codegen/cpu/jit.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
 
@@ -23,7 +23,6 @@ namespace kiln::cpu {
 struct CompileOptions {
   int optLevel = 3;           // graph pipeline -O0..-O3 (also LLVM's level, at least 2)
   std::string cpu = "native"; // codegen::cpuTargetFromName
-  int threads = 0;            // 0: physical cores
   PipelineOptions passOptions; // --print-after / --dump-dir
   std::string dumpDir;        // when set: kernels.kir (Kernel IR) and kernels.ll (LLVM IR)
   // For `kiln verify --bisect`: after the passes, every value a top-level
@@ -48,57 +47,38 @@ struct CompileOptions {
 
 struct CompileStats {
   double passesMs = 0, loweringMs = 0, codegenMs = 0;
-  int steps = 0, generatedKernels = 0, interpSteps = 0, microkernelSteps = 0, copySteps = 0;
-  int hostSteps = 0;
-  // One line per interpreter fallback (transitional): the node, its input
-  // types and why no compiled step took it (`kiln inspect --target cpu`
-  // lists them; scripts/corpus_report.py collects them per model).
-  std::vector<std::string> interpNodes;
+  int steps = 0, generatedKernels = 0, microkernelSteps = 0, copySteps = 0, hostSteps = 0;
+  // Specialized steps over shapes the graph does not fully know (an
+  // unknown rank) whose op's lowering could not make a general variant.
+  int withoutGeneralVariant = 0;
 };
 
+// A model compiled for the CPU: the program of steps (kernel entries not
+// yet resolved), the generated kernels as one object, and the optimized
+// graph. It is what `kiln compile` packages (package/package.h); every run,
+// `kiln run` included, goes through that artifact and the runtime library.
 class CompiledModel {
 public:
+  // Fails when a node cannot be compiled, naming every such node with its
+  // op, input types and why.
   static Expected<std::unique_ptr<CompiledModel>> compile(Model model, const CompileOptions &options);
   ~CompiledModel();
 
-  // Inputs in graph-input order, checked against the declared types.
-  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs);
-
   const Model &model() const { return model_; }
-  // Hands the optimized graph over; the compiled model must not run after.
+  // Hands the optimized graph over (the program does not refer to it).
   Model releaseModel() { return std::move(model_); }
   const CompileStats &stats() const { return stats_; }
   const Program &program() const { return *main_; }
   // The generated kernels as one relocatable object (empty when the program
   // has none), for packaging into an artifact.
   const codegen::ObjectCode &objectCode() const { return object_; }
-  // One line per step (If branches included) with its accumulated time,
-  // slowest first (after runs with profiling on). An If's time includes its
-  // branch's steps.
-  void setProfiling(bool on);
-
-  // Activation memory of the current plans, summed over the program and its
-  // If branches: the arenas (with reuse) and the buffers side by side.
-  // Plans are made from the sizes a run observed, so this is zero before
-  // the first run.
-  struct MemoryReport {
-    int64_t arenaBytes = 0, naiveBytes = 0;
-  };
-  MemoryReport memoryReport() const;
-  std::string profileReport() const;
 
 private:
   CompiledModel() = default;
   Model model_;
   CompileStats stats_;
   std::unique_ptr<Program> main_;
-  std::vector<ActivationArena> arenas_; // one run at a time: see run()
-  std::unique_ptr<codegen::CpuJit> jit_;
   codegen::ObjectCode object_;
-  std::unique_ptr<runtime::ThreadPool> pool_;
-  std::unique_ptr<Interpreter> interpreter_;
-  bool profiling_ = false;
-  std::unordered_map<const Step *, double> profile_;
 };
 
 } // namespace kiln::cpu

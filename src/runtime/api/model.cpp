@@ -222,7 +222,7 @@ std::optional<RtError> Session::runChecked(std::vector<RtValue> inputs,
   cpu::Frame frame;
   frame.slots.resize(main.numSlots);
   for (size_t i = 0; i < inputs.size(); ++i) frame.slots[main.inputSlots[i]] = std::move(inputs[i]);
-  cpu::ExecContext ctx{&pool_, nullptr, &arenas_, profiling_ ? &profile_ : nullptr};
+  cpu::ExecContext ctx{&pool_, &arenas_, profiling_ ? &profile_ : nullptr};
   Expected<std::vector<RtValue>> out = makeError("not run");
   try {
     out = main.run(frame, ctx);

@@ -2,11 +2,9 @@
 // value slots. Each step is one launch: a generated kernel (a fused
 // elementwise group), a microkernel call (conv, matmul, pooling), an If
 // choosing between two compiled sub-programs, a Loop, Scan or SequenceMap
-// running a compiled body per iteration, a runtime host op (shape
-// arithmetic, sequences, strings and the like), or — in the compiler's JIT
-// path only, for ops the CPU backend does not compile yet — the
-// interpreter's kernel for that node, so every model the interpreter runs
-// also runs there.
+// running a compiled body per iteration, or a runtime host op (shape
+// arithmetic, sequences, strings and the like). There is no interpreter
+// here: the compiler refuses a node that no step covers.
 //
 // A Program is immutable once built or loaded: the mutable state of a run
 // (the slots, the activation arenas) lives in the Frame and the
@@ -27,10 +25,6 @@
 #include <unordered_map>
 #include <vector>
 
-namespace kiln {
-class Interpreter;
-}
-
 namespace kiln::cpu {
 
 class Step;
@@ -50,7 +44,6 @@ struct Frame {
 // What every step may use while running.
 struct ExecContext {
   runtime::ThreadPool *pool = nullptr;
-  Interpreter *interpreter = nullptr; // for the JIT path's fallback steps
   // One arena per program of the model (Program::id): the session's
   // activation memory.
   std::vector<ActivationArena> *arenas = nullptr;
@@ -62,7 +55,7 @@ struct ExecContext {
 // Every kind of step, as stored in artifacts (program_io.cpp); the values
 // are part of the format.
 enum class StepKind : uint16_t {
-  Interp = 0, // the JIT path's interpreter fallback: never stored
+  // 0 was the interpreter fallback of format 1; no longer a step.
   Elementwise = 1,
   Reduction = 2,
   If = 3,

@@ -57,9 +57,8 @@ void saveStepOf(const Step &step, Saver &s) {
   saveStepBody(step, s);
   s(step.perturbOutputs);
   const Step *general = step.generalVariant.get();
-  const bool storable = general && general->kind() != StepKind::Interp;
-  s(storable);
-  if (storable) saveStepOf(*general, s);
+  s(general != nullptr);
+  if (general) saveStepOf(*general, s);
 }
 
 void saveStepBody(const Step &step, Saver &s) {
@@ -89,10 +88,8 @@ void saveStepBody(const Step &step, Saver &s) {
   case StepKind::Loop: return saveBodyStep<LoopStep>(step, s);
   case StepKind::Scan: return saveBodyStep<ScanStep>(step, s);
   case StepKind::SequenceMap: return saveBodyStep<SequenceMapStep>(step, s);
-  case StepKind::Interp: break;
   }
-  s.fail(step.describe() + ": the runtime has no kernel for this op (it runs on the "
-                           "interpreter with `kiln run MODEL.onnx`, but cannot be put in an artifact)");
+  s.fail(step.describe() + ": unknown step kind");
 }
 
 void saveProgramBody(const Program &p, Saver &s) {
@@ -286,7 +283,6 @@ std::unique_ptr<Step> loadStepBody(Loader &l, int depth) {
   case StepKind::Loop: return loadBodyStep<LoopStep>(l, depth);
   case StepKind::Scan: return loadBodyStep<ScanStep>(l, depth);
   case StepKind::SequenceMap: return loadBodyStep<SequenceMapStep>(l, depth);
-  case StepKind::Interp: break;
   }
   l.fail("unknown step kind " + std::to_string(static_cast<int>(kind)));
   return nullptr;

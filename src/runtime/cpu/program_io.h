@@ -18,8 +18,7 @@ struct SavedProgram {
   std::string weights; // the weights section
 };
 
-// Fails when a step cannot be stored (an interpreter fallback: the message
-// names the node and its op).
+// Fails when a step cannot be stored (the message names the step).
 Expected<SavedProgram> saveProgram(const Program &main);
 
 // Loads and validates a program. Tensors view `weights` (kept alive by
