@@ -13,7 +13,7 @@ using Inst = runtime::ShapeProgram::Inst;
 bool readsValueA(Op op) {
   switch (op) {
   case Op::Const: case Op::ConstF: case Op::Dim: case Op::Numel: case Op::Present:
-  case Op::Elem: case Op::ElemF:
+  case Op::Rank: case Op::DimFromEnd: case Op::Elem: case Op::ElemF:
     return false;
   default:
     return true;
@@ -31,7 +31,9 @@ bool readsValueB(Op op) {
 // How many value operands an opcode reads (a, b, c in order).
 int valueOperands(Op op) {
   switch (op) {
-  case Op::Const: case Op::ConstF: case Op::Dim: case Op::Numel: case Op::Present: return 0;
+  case Op::Const: case Op::ConstF: case Op::Dim: case Op::Numel: case Op::Present:
+  case Op::Rank: case Op::DimFromEnd:
+    return 0;
   case Op::Elem: case Op::ElemF: return 1; // b is the value
   case Op::Not: case Op::FFloor: case Op::FCeil: case Op::ToF: case Op::ToI: return 1;
   case Op::Select: return 3;
@@ -44,7 +46,8 @@ const char *opName(Op op) {
   static const char *const kNames[] = {
       "const", "constf", "dim", "numel", "present", "elem", "elemf", "add", "sub", "mul",
       "floordiv", "floormod", "min", "max", "lt", "le", "eq", "ne", "and", "or", "not",
-      "select", "fadd", "fsub", "fmul", "fdiv", "ffloor", "fceil", "flt", "tof", "toi"};
+      "select", "fadd", "fsub", "fmul", "fdiv", "ffloor", "fceil", "flt", "tof", "toi", "rank",
+      "dimfromend"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(Op::Count));
   return size_t(op) < size_t(Op::Count) ? kNames[size_t(op)] : "?";
 }
@@ -107,7 +110,9 @@ std::optional<int64_t> DispatchBuilder::fold(const Inst &inst) {
 SVal DispatchBuilder::emit(Inst inst) {
   std::optional<int64_t> k;
   if (inst.op == Op::Const || inst.op == Op::ConstF) k = inst.imm;
-  else if (inst.op != Op::Dim && inst.op != Op::Numel && inst.op != Op::Present) k = fold(inst);
+  else if (inst.op != Op::Dim && inst.op != Op::Numel && inst.op != Op::Present &&
+           inst.op != Op::Rank && inst.op != Op::DimFromEnd)
+    k = fold(inst);
   if (k && inst.op != Op::Const && inst.op != Op::ConstF) {
     // Float results stay floats.
     const bool isFloatResult = inst.op == Op::ElemF || inst.op == Op::FAdd ||
@@ -150,6 +155,17 @@ SVal DispatchBuilder::numel(int input) {
   return emit(Inst{Op::Numel, input, -1, -1, 0});
 }
 SVal DispatchBuilder::present(int input) { return c(this->input(input) ? 1 : 0); }
+
+SVal DispatchBuilder::rank(int input) {
+  if (inputRank(input) >= 0) return c(inputRank(input));
+  return emit(Inst{Op::Rank, input, -1, -1, 0});
+}
+
+SVal DispatchBuilder::dimFromEnd(int input, int k) {
+  const int r = inputRank(input);
+  if (r >= 0) return k < r ? dim(input, r - 1 - k) : c(1);
+  return emit(Inst{Op::DimFromEnd, input, k, -1, 0});
+}
 SVal DispatchBuilder::elem(int input, SVal index) {
   return emit(Inst{Op::Elem, input, index.id, -1, 0});
 }
@@ -226,6 +242,11 @@ void DispatchBuilder::setOutput(int i, std::vector<SVal> dims, std::optional<DTy
   o.dims.clear();
   for (SVal d : dims) o.dims.push_back(d.id);
   outputSet_[size_t(i)] = true;
+}
+
+void DispatchBuilder::setOutputOfRank(int i, std::vector<SVal> dims, SVal rank) {
+  setOutput(i, std::move(dims));
+  recipe_.outputs[size_t(i)].rank = rank.id;
 }
 
 int DispatchBuilder::addScratch(DType dtype, SVal numel) {
@@ -325,7 +346,10 @@ std::string printShapeProgram(const runtime::ShapeProgram &p) {
     case Op::Const: out += " " + std::to_string(in.imm); break;
     case Op::ConstF: out += " " + std::to_string(asF(in.imm)); break;
     case Op::Dim: out += " in" + std::to_string(in.a) + "[" + std::to_string(in.b) + "]"; break;
-    case Op::Numel: case Op::Present: out += " in" + std::to_string(in.a); break;
+    case Op::Numel: case Op::Present: case Op::Rank: out += " in" + std::to_string(in.a); break;
+    case Op::DimFromEnd:
+      out += " in" + std::to_string(in.a) + "[-" + std::to_string(in.b + 1) + "]";
+      break;
     case Op::Elem: case Op::ElemF:
       out += " in" + std::to_string(in.a) + "[%" + std::to_string(in.b) + "]";
       break;

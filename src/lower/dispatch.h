@@ -65,6 +65,10 @@ public:
   std::vector<SVal> dims(int input); // every dim of a ranked input
   SVal numel(int input);
   SVal present(int input);
+  // For inputs of any rank (known or not): the rank, and dim k counted from
+  // the last (0: the last), 1 past the rank, as broadcasting pads shapes.
+  SVal rank(int input);
+  SVal dimFromEnd(int input, int k);
   SVal elem(int input, SVal index);
   SVal elem(int input, int64_t index) { return elem(input, c(index)); }
   SVal elemF(int input, SVal index);
@@ -104,6 +108,10 @@ public:
 
   // ---- buffers ----
   void setOutput(int i, std::vector<SVal> dims, std::optional<DType> dtype = std::nullopt);
+  // An output whose rank is only known at run time: `dims` are its dims
+  // padded with leading 1s to a fixed rank, `rank` how many of the last ones
+  // it has.
+  void setOutputOfRank(int i, std::vector<SVal> dims, SVal rank);
   int addScratch(DType dtype, SVal numel); // returns the scratch index
   int statusCode(std::string message);     // a code (>= 1) kernels may report
 

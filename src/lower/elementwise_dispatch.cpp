@@ -44,6 +44,10 @@ using kir::Schedule;
 using Dims = std::vector<SVal>;
 
 constexpr int kVectorWidth = 8;
+// Inputs of a rank the graph does not know (an If whose branches give
+// different ranks) are padded to this rank with leading 1s, as broadcasting
+// pads shapes; outputs then take their rank from the run.
+constexpr int kPaddedRank = 8;
 constexpr int64_t kBlock = 1024; // elements per parallel iteration of a flat space
 
 // The values and nodes one lowering computes: a single node, or a Fused
@@ -103,6 +107,8 @@ private:
   DispatchBuilder &d_;
   Group g_;
   std::unordered_map<const Value *, Dims> shapes_;
+  std::unordered_map<const Value *, SVal> ranks_; // each value's rank (a constant when known)
+  bool padded_ = false;                           // some input's rank is unknown
   std::vector<bool> loaded_; // per input: read per element by some node
   Dims iter_;
   std::vector<Dim> iterIr_;                   // the iteration dims as the graph types know them
@@ -116,8 +122,13 @@ private:
 Status ElementwiseLowering::run() {
   for (const Node *n : g_.nodes) KILN_RETURN_IF_ERROR(checkElementwiseForm(*n));
   KILN_RETURN_IF_ERROR(computeShapes());
-  for (size_t o = 0; o < g_.outputs.size(); ++o) // an absent output is computed, not stored
-    d_.setOutput(int(o), g_.outputs[o] ? shapes_.at(g_.outputs[o]) : iter_);
+  for (size_t o = 0; o < g_.outputs.size(); ++o) { // an absent output is computed, not stored
+    const Value *v = g_.outputs[o];
+    if (padded_ && v)
+      d_.setOutputOfRank(int(o), shapes_.at(v), ranks_.at(v));
+    else
+      d_.setOutput(int(o), v ? shapes_.at(v) : iter_);
+  }
   for (const Node *n : g_.nodes)
     for (const std::string &m : elementwiseErrors(*n))
       if (!codes_.count(m)) codes_[m] = d_.statusCode(m);
@@ -136,9 +147,21 @@ Status ElementwiseLowering::computeShapes() {
   for (size_t i = 0; i < g_.inputs.size(); ++i) {
     const Value *v = g_.inputs[i];
     if (!v) continue;
-    if (!v->type().isTensor() || d_.inputRank(int(i)) < 0)
-      return makeError("input '", v->name(), "' needs a tensor type of known rank");
-    shapes_[v] = d_.dims(int(i));
+    if (!v->type().isTensor()) return makeError("input '", v->name(), "' is not a tensor");
+    if (d_.inputRank(int(i)) >= 0) {
+      shapes_[v] = d_.dims(int(i));
+      ranks_[v] = d_.c(d_.inputRank(int(i)));
+      continue;
+    }
+    padded_ = true;
+    Dims dims;
+    for (int k = kPaddedRank - 1; k >= 0; --k) dims.push_back(d_.dimFromEnd(int(i), k));
+    shapes_[v] = std::move(dims);
+    ranks_[v] = d_.rank(int(i));
+    d_.check(d_.le(ranks_[v], d_.c(kPaddedRank)),
+             "input '" + v->name() + "' has rank {}, above the " + std::to_string(kPaddedRank) +
+                 " this kernel was compiled for",
+             {ranks_[v]});
   }
   loaded_.assign(g_.inputs.size(), false);
   for (const Node *n : g_.nodes) {
@@ -152,10 +175,11 @@ Status ElementwiseLowering::computeShapes() {
     if (n->op() == OpKind::Dropout) {
       KILN_RETURN_IF_ERROR(dropoutChecks(*n));
       for (const Value *o : n->outputs())
-        if (o) shapes_[o] = shapes_.at(x);
+        if (o) shapes_[o] = shapes_.at(x), ranks_[o] = ranks_.at(x);
       continue;
     }
     Dims out;
+    SVal rank = ranks_.at(x);
     if (n->op() == OpKind::Clip) { // the bounds are one-element tensors, not broadcast
       out = shapes_.at(x);
       for (int i = 1; i <= 2; ++i)
@@ -165,14 +189,23 @@ Status ElementwiseLowering::computeShapes() {
     } else {
       std::vector<const Value *> operands;
       for (int i = 0; i < numOperands(*n); ++i)
-        if (n->input(i)) operands.push_back(n->input(i));
+        if (n->input(i)) {
+          operands.push_back(n->input(i));
+          rank = d_.max(rank, ranks_.at(n->input(i)));
+        }
       KILN_ASSIGN_OR_RETURN(out, broadcast(operands, n->describe()));
     }
     const Shape &declared = n->output(0)->type().shape();
-    if (declared.rankKnown && declared.rank() != int64_t(out.size()))
+    if (declared.rankKnown && !padded_ && declared.rank() != int64_t(out.size()))
       return makeError(n->describe(), ": output rank ", declared.rank(),
                        " is not the broadcast rank ", out.size());
+    if (declared.rankKnown && padded_)
+      d_.check(d_.eq(rank, d_.c(declared.rank())),
+               n->describe() + ": the inputs' ranks give rank {}, the graph says " +
+                   std::to_string(declared.rank()),
+               {rank});
     shapes_[n->output(0)] = std::move(out);
+    ranks_[n->output(0)] = rank;
   }
   std::vector<const Value *> outputs;
   for (const Value *o : g_.outputs) {

@@ -16,7 +16,9 @@ int64_t ofF(double v) { return std::bit_cast<int64_t>(v); }
 // How many value operands an opcode reads (a, b, c in order).
 int valueOperands(Op op) {
   switch (op) {
-  case Op::Const: case Op::ConstF: case Op::Dim: case Op::Numel: case Op::Present: return 0;
+  case Op::Const: case Op::ConstF: case Op::Dim: case Op::Numel: case Op::Present:
+  case Op::Rank: case Op::DimFromEnd:
+    return 0;
   case Op::Elem: case Op::ElemF: return 1; // b is the value
   case Op::Not: case Op::FFloor: case Op::FCeil: case Op::ToF: case Op::ToI: return 1;
   case Op::Select: return 3;
@@ -25,7 +27,8 @@ int valueOperands(Op op) {
 }
 
 bool readsInput(Op op) {
-  return op == Op::Dim || op == Op::Numel || op == Op::Present || op == Op::Elem ||
+  return op == Op::Dim || op == Op::Numel || op == Op::Present || op == Op::Rank ||
+         op == Op::DimFromEnd || op == Op::Elem ||
          op == Op::ElemF;
 }
 
@@ -51,7 +54,7 @@ Status ShapeProgram::validate(size_t numInputs) const {
     }
     if (readsInput(in.op) && (in.a < 0 || size_t(in.a) >= numInputs))
       return makeError("shape program: value ", i, " reads input ", in.a);
-    if (in.op == Op::Dim && (in.b < 0 || in.b > 64))
+    if ((in.op == Op::Dim || in.op == Op::DimFromEnd) && (in.b < 0 || in.b > 64))
       return makeError("shape program: value ", i, " reads axis ", in.b);
   }
   for (const Check &c : checks) {
@@ -93,6 +96,16 @@ Status ShapeProgram::run(const std::vector<const Tensor *> &inputs,
       break;
     }
     case Op::Present: r = inputs[size_t(in.a)] != nullptr; break;
+    case Op::Rank: {
+      KILN_ASSIGN_OR_RETURN(const Tensor *t, input(in.a));
+      r = t->rank();
+      break;
+    }
+    case Op::DimFromEnd: {
+      KILN_ASSIGN_OR_RETURN(const Tensor *t, input(in.a));
+      r = in.b < t->rank() ? t->dim(t->rank() - 1 - in.b) : 1;
+      break;
+    }
     case Op::Elem: case Op::ElemF: {
       KILN_ASSIGN_OR_RETURN(const Tensor *t, input(in.a));
       const int64_t at = values[size_t(in.b)];

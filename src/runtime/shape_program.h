@@ -44,6 +44,10 @@ struct ShapeProgram {
     FLt,   // int: a < b on doubles
     ToF,   // int64 -> double
     ToI,   // double -> int64, truncating (NaN and out-of-range are errors)
+    // Inputs of a rank the graph does not know (lowerings pad them to a
+    // fixed rank with leading 1s, as broadcasting does).
+    Rank,       // the rank of input `a`
+    DimFromEnd, // dim `b` counted from the last of input `a` (0: the last); 1 past its rank
     Count,
   };
   struct Inst {

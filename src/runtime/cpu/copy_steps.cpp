@@ -60,6 +60,24 @@ void copyBox(const Tensor &src, const Shape64 &srcOrigin, Tensor &dst, const Sha
 
 bool plainTensor(const RtValue &v) { return v.isTensor() && v.tensor.dtype() != DType::String; }
 
+// dst[i] = src[origin + i * step] per dim, any steps (negative too): the
+// strided form of Slice. Element by element, in row-major order of dst.
+void copyStrided(const Tensor &src, const Shape64 &origin, const Shape64 &step, Tensor &dst) {
+  const size_t elem = dtypeSize(src.dtype());
+  const int rank = static_cast<int>(dst.rank());
+  const int64_t total = dst.numel();
+  const Shape64 ss = stridesOf(src.shape());
+  Shape64 index(size_t(rank), 0);
+  const char *s = static_cast<const char *>(src.raw());
+  char *t = static_cast<char *>(dst.mutableRaw());
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t off = 0;
+    for (int i = 0; i < rank; ++i) off += (origin[i] + index[i] * step[i]) * ss[i];
+    std::memcpy(t + n * int64_t(elem), s + off * int64_t(elem), elem);
+    for (int i = rank - 1; i >= 0 && ++index[i] == dst.dim(i); --i) index[i] = 0;
+  }
+}
+
 class SliceStep : public CopyStep {
 public:
   StepKind kind() const override { return StepKind::Slice; }
@@ -68,7 +86,7 @@ public:
       if (in_[i] >= 0 && !plainTensor(frame.slots[in_[i]])) return fallback(frame, ctx);
     const Tensor &x = input(frame, 0);
     const int64_t rank = x.rank();
-    Shape64 origin(rank, 0), extent = x.shape();
+    Shape64 origin(rank, 0), extent = x.shape(), steps(rank, 1);
     const Tensor &starts = input(frame, 1), &ends = input(frame, 2);
     const int64_t n = starts.numel();
     if (ends.numel() != n) return fallback(frame, ctx);
@@ -79,18 +97,30 @@ public:
       int64_t axis = in_.size() > 3 && in_[3] >= 0 ? input(frame, 3).getInt(j) : j;
       int64_t step = in_.size() > 4 && in_[4] >= 0 ? input(frame, 4).getInt(j) : 1;
       if (axis < 0) axis += rank;
-      if (axis < 0 || axis >= rank || step != 1) return fallback(frame, ctx);
+      if (axis < 0 || axis >= rank || step == 0) return fallback(frame, ctx);
+      // ONNX's clamping: [0, dim] for positive steps; starts to [0, dim-1]
+      // and ends to [-1, dim-1] for negative ones.
       const int64_t dim = x.dim(axis);
-      auto clampIndex = [&](int64_t v) {
-        if (v < 0) v += dim;
-        return std::clamp<int64_t>(v, 0, dim);
+      auto clampIndex = [&](int64_t v, int64_t lo, int64_t hi) {
+        if (v < 0) v = v < -dim ? -1 : v + dim;
+        return std::clamp<int64_t>(v, lo, hi);
       };
-      const int64_t b = clampIndex(starts.getInt(j)), e = clampIndex(ends.getInt(j));
+      const int64_t b = step > 0 ? clampIndex(starts.getInt(j), 0, dim)
+                                 : clampIndex(starts.getInt(j), 0, dim - 1);
+      const int64_t e = step > 0 ? clampIndex(ends.getInt(j), 0, dim)
+                                 : clampIndex(ends.getInt(j), -1, dim - 1);
       origin[axis] = b;
-      extent[axis] = std::max<int64_t>(0, e - b);
+      steps[axis] = step;
+      // ceil(span / |step|) without overflow for steps near INT64 limits.
+      const int64_t span = step > 0 ? e - b : b - e;
+      const uint64_t magnitude = step > 0 ? uint64_t(step) : uint64_t(-(step + 1)) + 1;
+      extent[axis] = span > 0 ? int64_t(1 + uint64_t(span - 1) / magnitude) : 0;
     }
     Tensor y = frame.allocate(out_[0], x.dtype(), extent);
-    copyBox(x, origin, y, Shape64(rank, 0), extent, ctx.pool);
+    if (std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; }))
+      copyBox(x, origin, y, Shape64(rank, 0), extent, ctx.pool);
+    else
+      copyStrided(x, origin, steps, y);
     frame.slots[out_[0]] = RtValue(std::move(y));
     return Status::success();
   }

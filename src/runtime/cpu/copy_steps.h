@@ -1,9 +1,10 @@
-// Data-movement ops as fast copies: Slice (unit steps), Concat, Split,
+// Data-movement ops as fast copies: Slice (any steps), Concat, Split,
 // Transpose and nearest-neighbour Resize by integer factors. Each moves
 // whole contiguous runs with memcpy where the layout allows and splits
-// large copies over the pool. Anything outside these forms runs on the
-// fallback step (the interpreter's kernel, in the JIT path) or, in a loaded
-// program, fails with an error naming the node: never a wrong answer.
+// large copies over the pool. They work on run-time shapes of any rank
+// (also where the graph does not know the rank). A run outside these forms
+// runs the step's general variant (its op's dispatch), or fails with an
+// error naming the node where there is none: never a wrong answer.
 #pragma once
 
 #include "runtime/cpu/program.h"

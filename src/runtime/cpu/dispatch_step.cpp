@@ -18,6 +18,7 @@ Status DispatchRecipe::validate(size_t numInputs) const {
     if (o.dtype == DType::String || o.dims.size() > 64) return makeError("corrupt output");
     for (int d : o.dims)
       if (!validValue(d, shapes)) return makeError("output dim reads value ", d);
+    if (o.rank != -1 && !validValue(o.rank, shapes)) return makeError("corrupt output rank");
   }
   for (const Scratch &s : scratch)
     if (!validValue(s.numel, shapes) || s.dtype == DType::String)
@@ -88,10 +89,20 @@ Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
 
   std::vector<Tensor> outputs;
   for (size_t o = 0; o < out_.size(); ++o) {
+    const DispatchRecipe::Output &spec = recipe_.outputs[o];
+    size_t first = 0;
+    if (spec.rank >= 0) {
+      const int64_t rank = values[spec.rank];
+      if (rank < 0 || size_t(rank) > spec.dims.size())
+        return makeError(label_, ": output ", o, " would have rank ", rank, ", above the ",
+                         spec.dims.size(), " the kernels handle");
+      first = spec.dims.size() - size_t(rank);
+    }
     Shape64 shape;
-    for (int d : recipe_.outputs[o].dims) {
-      if (values[d] < 0) return makeError(label_, ": output ", o, " would have a negative dim");
-      shape.push_back(values[d]);
+    for (size_t k = first; k < spec.dims.size(); ++k) {
+      const int64_t d = values[spec.dims[k]];
+      if (d < 0) return makeError(label_, ": output ", o, " would have a negative dim");
+      shape.push_back(d);
     }
     Tensor t = out_[o] >= 0 ? frame.allocate(out_[o], recipe_.outputs[o].dtype, shape)
                             : Tensor(recipe_.outputs[o].dtype, shape);

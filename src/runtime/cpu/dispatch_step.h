@@ -29,7 +29,11 @@ struct DispatchRecipe {
   struct Output {
     DType dtype = DType::F32;
     std::vector<int> dims; // shape-program values
-    template <class A> void io(A &a) { a(dtype, dims); }
+    // -1: the output has dims.size() dims. Else a value: the output has that
+    // many, the last of `dims` (the others are 1: padding of a rank the
+    // graph does not know).
+    int rank = -1;
+    template <class A> void io(A &a) { a(dtype, dims, rank); }
   };
   struct Scratch { // zero-filled before the launches
     DType dtype = DType::F32;
