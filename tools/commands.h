@@ -14,5 +14,6 @@ int conformanceCommand(const std::vector<std::string> &args); // kiln conformanc
 int benchCommand(const std::vector<std::string> &args);       // kiln bench
 int compileCommand(const std::vector<std::string> &args);     // kiln compile
 int verifyCommand(const std::vector<std::string> &args);      // kiln verify
+int opsCommand(const std::vector<std::string> &args);         // kiln ops
 
 } // namespace kiln::cli

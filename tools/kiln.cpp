@@ -19,6 +19,7 @@ kiln compiles and runs ML models. Commands:
   bench        time a model's runs (median/min/mean/p90 latency)
   verify       compare the compiled model with a golden reference, find the
                first diverging layer
+  ops          list every op and how each target compiles it
 
 Run `kiln <command> --help` for a command's options.
 )";
@@ -38,6 +39,7 @@ int dispatch(std::vector<std::string> args) {
   if (cmd == "conformance") return conformanceCommand(args);
   if (cmd == "bench") return benchCommand(args);
   if (cmd == "verify") return verifyCommand(args);
+  if (cmd == "ops") return opsCommand(args);
   std::cerr << "kiln: unknown command '" << cmd << "'\n" << kUsage;
   return 1;
 }

@@ -257,7 +257,7 @@ int DispatchBuilder::addScratch(DType dtype, SVal numel) {
 
 int DispatchBuilder::statusCode(std::string message) {
   assert(kernels_.empty() && !kernel_ && "status codes are declared before the kernels");
-  recipe_.statusMessages.push_back(node_.describe() + ": " + std::move(message));
+  recipe_.statusMessages.push_back(std::move(message)); // the step prefixes its label
   hasStatus_ = true;
   return int(recipe_.statusMessages.size());
 }

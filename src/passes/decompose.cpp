@@ -711,6 +711,12 @@ const PatternSet &decomposePatterns() {
 
 } // namespace
 
+bool decomposes(OpKind op) {
+  for (const Pattern &p : decomposePatterns().patterns)
+    if (p.root == op) return true;
+  return false;
+}
+
 std::unique_ptr<Pass> createDecomposePass() {
   return makePatternPass(decomposePatterns());
 }

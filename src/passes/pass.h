@@ -30,6 +30,9 @@ public:
 std::unique_ptr<Pass> findPass(std::string_view name);
 // Every registered name, in registry order.
 std::vector<std::string> allPassNames();
+// Whether the decompose pass (passes/decompose.cpp, run at every level)
+// rewrites nodes of `op` into other ops, so backends never see it.
+bool decomposes(OpKind op);
 
 struct PipelineOptions {
   // Pass names after which the model is printed to `out`; "all" means every

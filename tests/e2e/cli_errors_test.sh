@@ -90,7 +90,13 @@ for f in "$tmp"/mutant_*.onnx; do
 done
 [ $crashes -eq 0 ] && echo "ok   120 mutated models: no crash" || failures=$((failures + crashes))
 
-for cmd in run inspect opt conformance; do
+# kiln ops: every op of the table compiles for the cpu target.
+if ! "$kiln" ops --missing >/dev/null; then echo "FAIL kiln ops --missing lists ops"; failures=$((failures + 1)); fi
+"$kiln" ops --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ops"]["Conv"][0]=="microkernel", d["ops"]["Conv"]' \
+  || { echo "FAIL kiln ops --json"; failures=$((failures + 1)); }
+expect_error "ops unknown target" "unknown target 'tpu'" "$kiln" ops --target tpu
+
+for cmd in run inspect opt conformance ops; do
   "$kiln" $cmd --help >/dev/null || { echo "FAIL $cmd --help"; failures=$((failures + 1)); }
 done
 

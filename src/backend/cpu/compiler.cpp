@@ -395,10 +395,7 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   const OpKind op = node.op();
   const bool pool = op == OpKind::MaxPool || op == OpKind::AveragePool ||
                     op == OpKind::GlobalAveragePool || op == OpKind::GlobalMaxPool;
-  const bool candidate =
-      op == OpKind::MatMul || op == OpKind::Conv || kind == "matmul" || kind == "conv" || pool ||
-      op == OpKind::ConvTranspose || op == OpKind::LSTM;
-  if (!candidate) return false;
+  if (!hasMicrokernelStep(op) && kind != "matmul" && kind != "conv") return false;
   std::vector<int> in;
   for (const Value *v : node.inputs()) {
     if (!v) {
@@ -594,6 +591,17 @@ void exposeIntermediates(Graph &g) {
 }
 
 } // namespace
+
+bool hasMicrokernelStep(OpKind op) {
+  switch (op) {
+  case OpKind::MatMul: case OpKind::Conv: case OpKind::ConvTranspose: case OpKind::MaxPool:
+  case OpKind::AveragePool: case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool:
+  case OpKind::LSTM:
+    return true;
+  default:
+    return false;
+  }
+}
 
 CompiledModel::~CompiledModel() = default;
 

@@ -53,6 +53,11 @@ struct CompileStats {
   int withoutGeneralVariant = 0;
 };
 
+// Ops some forms of which run on a handwritten microkernel step (conv,
+// matmul, pooling, conv-transpose, LSTM; kernels/), the others on the op's
+// dispatch.
+bool hasMicrokernelStep(OpKind op);
+
 // A model compiled for the CPU: the program of steps (kernel entries not
 // yet resolved), the generated kernels as one object, and the optimized
 // graph. It is what `kiln compile` packages (package/package.h); every run,

@@ -91,6 +91,22 @@ bool readRandomParams(const Node &node, host::RandomParams &p) {
 
 } // namespace
 
+bool HostOpStep::covers(OpKind op) {
+  if (plainOp(op)) return true;
+  switch (op) { // the cases of create() below
+  case OpKind::Reshape: case OpKind::Flatten: case OpKind::Squeeze: case OpKind::Unsqueeze:
+  case OpKind::Shape: case OpKind::Gather: case OpKind::ConstantOfShape: case OpKind::Pad:
+  case OpKind::ReduceMean: case OpKind::Relu: case OpKind::Compress: case OpKind::TopK:
+  case OpKind::Unique: case OpKind::NonMaxSuppression: case OpKind::Cast:
+  case OpKind::StringNormalizer: case OpKind::TfIdfVectorizer: case OpKind::RandomUniformLike:
+  case OpKind::RandomNormalLike: case OpKind::Bernoulli: case OpKind::SplitToSequence:
+  case OpKind::ConcatFromSequence:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::unique_ptr<HostOpStep> HostOpStep::create(const Node &node, const std::vector<int> &in,
                                                const std::vector<int> &out) {
   using host::PadMode;

@@ -15,6 +15,7 @@
 
 namespace kiln {
 class Node;
+enum class OpKind : uint16_t;
 }
 
 namespace kiln::cpu {
@@ -31,6 +32,8 @@ public:
     SplitToSequence, ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement,
   };
 
+  // Whether create() takes some form of `op` (for `kiln ops`).
+  static bool covers(OpKind op);
   // The step for `node` when its op and attributes are covered; null
   // otherwise (backend/cpu/host_op_factory.cpp). `in` and `out` are the
   // node's slots, -1 for an absent input or an output nobody reads.
