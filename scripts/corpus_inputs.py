@@ -28,12 +28,47 @@ def document_image(seed, height, width):
     return ((img - mean) / std).transpose(2, 0, 1)[None].astype(np.float32)
 
 
+# The seed of the report's input set i is REPORT_SEED + i (scripts/corpus_report.py);
+# scripts/gen_corpus.py checks generated detection models against the first.
+REPORT_SEED = 1000
+
+
+def scene_image(rng, height, width):
+    """A seeded synthetic photo, [3, H, W] in [0, 1] (torchvision detection
+    models take unnormalized RGB): a sky-to-ground gradient, 6-12 solid
+    objects (rectangles, ellipses, triangles) in random colors with a light
+    shading, and sensor noise. Detectors see edges, corners and flat regions,
+    the way a photo drives them; uniform noise drives every activation the
+    same way and makes the heads' outputs degenerate."""
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float64)
+    v = yy / max(height - 1, 1)
+    top, bottom = rng.uniform(0.5, 0.9, 3), rng.uniform(0.1, 0.5, 3)
+    img = top[:, None, None] * (1 - v) + bottom[:, None, None] * v
+    for _ in range(int(rng.integers(6, 13))):
+        cy, cx = rng.uniform(0, height), rng.uniform(0, width)
+        h, w = rng.uniform(0.08, 0.45) * height, rng.uniform(0.08, 0.45) * width
+        kind = rng.integers(0, 3)
+        if kind == 0:
+            mask = (np.abs(yy - cy) < h / 2) & (np.abs(xx - cx) < w / 2)
+        elif kind == 1:
+            mask = ((yy - cy) / (h / 2)) ** 2 + ((xx - cx) / (w / 2)) ** 2 < 1
+        else:  # a triangle, apex up
+            rel = (yy - (cy - h / 2)) / h
+            mask = (rel >= 0) & (rel <= 1) & (np.abs(xx - cx) < rel * w / 2)
+        color = rng.uniform(0, 1, 3)
+        shade = 1 + 0.15 * ((xx - cx) / width - (yy - cy) / height)
+        img = np.where(mask[None], color[:, None, None] * shade[None], img)
+    img += rng.normal(0, 0.02, img.shape)
+    return np.clip(img, 0, 1)
+
+
 def generated_inputs(specs, sizes, seed):
     """Seeded inputs for a generated-corpus model (scripts/gen_corpus.py): specs
     are the manifest's input specs ({name, dtype, shape, fill}; dims are ints
     or symbolic names), sizes maps each symbolic name to its value. Returns
     name -> ndarray. Fills:
       normal / uniform (U[-1,1]) / unit (U[0,1]) / audio (N(0, 0.1)),
+      scene      a synthetic photo (scene_image), for image inputs in [0, 1],
       ids:V      int token ids in [0, V),
       mask       attention mask: ones, row b > 0 padded (zeros) at its end,
       lengths:INPUT:AXIS  valid lengths of INPUT along AXIS: row 0 full, later
@@ -55,6 +90,9 @@ def generated_inputs(specs, sizes, seed):
             a = rng.uniform(0.0, 1.0, shape)
         elif fill == "audio":
             a = rng.normal(0.0, 0.1, shape)
+        elif fill == "scene":  # [3, H, W] or [N, 3, H, W]
+            a = np.stack([scene_image(rng, shape[-2], shape[-1]) for _ in range(int(np.prod(shape[:-3])))])
+            a = a.reshape(shape)
         elif fill.startswith("ids:"):
             a = rng.integers(0, int(fill[4:]), shape)
         elif fill == "mask":

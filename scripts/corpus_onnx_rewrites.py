@@ -12,7 +12,10 @@ QLinearMatMul) do not come out of torch.onnx.export at all, so
 onnxruntime.quantization.quantize_dynamic does (int8 weights, per-tensor,
 symmetric; activations quantized at run time to uint8), and
 `qlinear_cnn` builds a static QOperator-format CNN the way quantize_static
-with QuantFormat.QOperator lays it out.
+with QuantFormat.QOperator lays it out. `scalar_qdq_params` gives the per-tensor
+QuantizeLinear/DequantizeLinear pairs of a torch QAT export scalar scales and
+zero points (torch writes FakeQuantize's 1-element buffers as [1] tensors; ONNX
+Runtime's QDQ fusion then builds QLinearAdd nodes that refuse them).
 
 Everything here is deterministic: no randomness beyond what the caller seeds.
 """
@@ -60,6 +63,53 @@ def to_float16(model):
         new_nodes.append(node)
     del g.node[:]
     g.node.extend(new_nodes)
+    return model
+
+
+def scalar_qdq_params(model):
+    """Per-tensor QuantizeLinear / DequantizeLinear (no `axis` attribute) with
+    1-element [1] scale and zero-point initializers get them as scalars ([]),
+    the per-tensor form of the ONNX spec and the one onnxruntime's quantizer
+    writes. Why: torch.onnx.export writes a FakeQuantize's scale and zero point
+    (1-element buffers) as [1] tensors; ONNX Runtime accepts those in Q/DQ, but
+    its graph optimizer fuses DQ -> Add -> Q into QLinearAdd, whose type
+    inference requires scalars, so the session fails to load ("Scale and
+    Zero-point must be a scalar"). Per-channel pairs (axis set: the weights)
+    keep their [C] vectors. Initializers reach the nodes directly or through
+    the Identity nodes torch's exporter adds when it deduplicates equal
+    constants; an initializer is reshaped only when every use of it is a
+    per-tensor Q/DQ scale or zero point, else left as it is."""
+    g = model.graph
+    inits = {i.name: i for i in g.initializer}
+    identity_src = {n.output[0]: n.input[0] for n in g.node if n.op_type == "Identity"}
+
+    def source(name):
+        while name in identity_src:
+            name = identity_src[name]
+        return name
+
+    ok_uses, other_uses = {}, set()
+    for n in g.node:
+        per_tensor = n.op_type in ("QuantizeLinear", "DequantizeLinear") and \
+            not any(a.name == "axis" for a in n.attribute)
+        for slot, name in enumerate(n.input):
+            if n.op_type == "Identity":
+                continue
+            src = source(name)
+            if src not in inits:
+                continue
+            if per_tensor and slot in (1, 2):
+                ok_uses.setdefault(src, []).append(n)
+            else:
+                other_uses.add(src)
+    for o in g.output:
+        other_uses.add(source(o.name))
+    for name in ok_uses:
+        init = inits[name]
+        if name in other_uses or list(init.dims) != [1]:
+            continue
+        init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).reshape(()), name))
+    del g.value_info[:]
     return model
 
 

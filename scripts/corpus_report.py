@@ -45,7 +45,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from corpus_inputs import generated_inputs, npm_cases  # noqa: E402
+from corpus_inputs import REPORT_SEED, generated_inputs, npm_cases  # noqa: E402
 
 ORT_RUN = ROOT / "scripts" / "ort" / "ort_run.js"
 
@@ -279,7 +279,7 @@ def models(args):
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
         for name, e in sorted(manifest.get("models", {}).items()):
-            sets = [generated_inputs(e["inputs"], sizes, 1000 + i) for i, sizes in enumerate(e["sizes"])]
+            sets = [generated_inputs(e["inputs"], sizes, REPORT_SEED + i) for i, sizes in enumerate(e["sizes"])]
             found.append((name, "gen", args.generated / e["file"], sets, e["tolerance"]))
     else:
         print(f"corpus_report: warning: no {manifest_path}: run scripts/gen_corpus.py", file=sys.stderr)

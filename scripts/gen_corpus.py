@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from corpus_inputs import generated_inputs  # noqa: E402
+from corpus_inputs import REPORT_SEED, generated_inputs  # noqa: E402
 
 GENERATOR_VERSION = 1
 SCRIPT_DIR = pathlib.Path(__file__).resolve().parent
@@ -66,12 +66,13 @@ class Input:
 
 class Recipe:
     def __init__(self, name, build, inputs, opset, sizes=None, outputs=None, kind="f32", note="",
-                 version=1, seed=0, post=None, randomize_bn=True):
+                 version=1, seed=0, post=None, randomize_bn=True, tune=None):
         self.name, self.build, self.inputs, self.opset = name, build, inputs, opset
         self.sizes = sizes or [{}]
         self.outputs, self.kind, self.note, self.version, self.seed = outputs, kind, note, version, seed
         self.post = post  # onnx.ModelProto -> onnx.ModelProto (fp16 / int8 rewrites)
         self.randomize_bn = randomize_bn
+        self.tune = tune  # (module, recipe) -> None, after the BN statistics, before export
 
     def tolerance(self):
         return TOL_F32 if self.kind == "f32" else TOL_LOW
@@ -170,6 +171,171 @@ def detection(name, **kw):
                 return out["boxes"], out["scores"], out["labels"]
         return Det()
     return build
+
+
+def _head_final_convs(det):
+    """The last conv of the classification and of the regression head (one
+    per feature level for SSDlite, one shared by every level for RetinaNet)."""
+    head = det.head
+    if hasattr(head.classification_head, "cls_logits"):
+        return [head.classification_head.cls_logits], [head.regression_head.bbox_reg]
+    return ([seq[-1] for seq in head.classification_head.module_list],
+            [seq[-1] for seq in head.regression_head.module_list])
+
+
+def _recalibrate_batch_norms(det, images):
+    """BatchNorm running statistics set to the activations' own (one batch of
+    images through the model with only the BatchNorms in training mode), as
+    training leaves them. Random statistics let activations drift through the
+    depth until ReLU6 / HardSwish saturate or die, so whole regions of the
+    image get identical features and identical (tied) scores."""
+    import torch
+    bns = [m for m in det.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # a plain average over the batch
+        bn.train()
+    with torch.no_grad():
+        det(images)
+    for bn in bns:
+        bn.eval()
+
+
+def _pre_bias_outputs(det, convs, images):
+    """Each conv's outputs without its bias, over every call of it (all
+    levels), as one flat tensor per conv, from running det on images."""
+    import torch
+    got = {id(c): [] for c in convs}
+
+    def hook(conv, _inputs, out):
+        got[id(conv)].append((out - conv.bias[None, :, None, None]).flatten())
+    hooks = [c.register_forward_hook(hook) for c in convs]
+    try:
+        with torch.no_grad():
+            det(images)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [torch.cat(got[id(c)]) for c in convs]
+
+
+def _rescale(convs, outputs, std, bias_of_channel, tail=5.0):
+    """conv weights scaled so the conv's output (over the calibration images)
+    has standard deviation std (or less: no output further than tail * std
+    from the mean, since random features have heavy tails and a RetinaNet
+    logit 20 above its prior is a score of exactly 1.0 in f32) and the given
+    per-channel mean."""
+    import torch
+    with torch.no_grad():
+        for conv, out in zip(convs, outputs):
+            centered = out - out.mean()
+            a = min(std / float(out.std()), tail * std / float(centered.abs().max()))
+            conv.weight.mul_(a)
+            channels = torch.arange(conv.out_channels)
+            conv.bias.copy_(bias_of_channel(channels) - a * float(out.mean()))
+
+
+def _largest_gap_threshold(scores, want):
+    """A score threshold that lets about `want` scores through, in the widest
+    relative gap between consecutive scores near that rank (so no score is
+    near it), and the gap's relative width."""
+    s = np.sort(scores)[::-1].astype(np.float64)
+    lo, hi = max(1, int(want * 0.6)), min(len(s) - 1, int(want * 1.4))
+    gaps = [(s[i - 1] / s[i], i) for i in range(lo, hi)]
+    ratio, i = max(gaps)
+    return float(np.sqrt(s[i - 1] * s[i])), ratio - 1.0
+
+
+def _nms_inputs(det, image):
+    """(boxes, scores, labels, iou_threshold) that postprocessing passes to
+    batched_nms when det runs on image (torch, not exported)."""
+    import torch
+    import torchvision.ops.boxes as box_ops
+    seen, real = [], box_ops.batched_nms
+
+    def record(boxes, scores, idxs, iou_threshold):
+        seen.append((boxes.numpy().astype(np.float64), scores.numpy(), idxs.numpy(), iou_threshold))
+        return real(boxes, scores, idxs, iou_threshold)
+    box_ops.batched_nms = record
+    try:
+        with torch.no_grad():
+            det([image])
+    finally:
+        box_ops.batched_nms = real
+    return seen[0]
+
+
+def _iou_margin(boxes, labels, threshold):
+    """How close any IoU of two same-label boxes comes to the NMS threshold."""
+    margin = np.inf
+    for label in np.unique(labels):
+        b = boxes[labels == label]
+        if len(b) < 2:
+            continue
+        area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+        w = np.clip(np.minimum(b[:, None, 2], b[None, :, 2]) - np.maximum(b[:, None, 0], b[None, :, 0]), 0, None)
+        h = np.clip(np.minimum(b[:, None, 3], b[None, :, 3]) - np.maximum(b[:, None, 1], b[None, :, 1]), 0, None)
+        inter = w * h
+        iou = inter / np.maximum(area[:, None] + area[None, :] - inter, 1e-12)
+        off = ~np.eye(len(b), dtype=bool)
+        margin = min(margin, float(np.abs(iou[off] - threshold).min()))
+    return margin
+
+
+def tune_detection(cls_std, reg_std, candidates, background_logit=None):
+    """Makes a randomly initialized torchvision detector well-conditioned, the
+    way trained weights are: untrained, its heads' last convs give logits of
+    std ~5 (RetinaNet: every score saturates to exactly 1.0, so TopK and NMS
+    order ties) or ~0.08 (SSDlite: every softmax score is ~1/91), and box
+    deltas of std ~6 (boxes clipped to the image edges). On calibration
+    images (synthetic photos, the report's among them) the BatchNorm statistics are
+    recalibrated (_recalibrate_batch_norms) and the heads' last convs are
+    rescaled so the logits spread
+    over a few units (std cls_std around the head's prior bias: RetinaNet's
+    -log(99); SSDlite's background class at background_logit, the others at
+    0) and the deltas stay near the anchors (std reg_std). Then score_thresh
+    is set so about `candidates` scores of the report's input pass it (fewer
+    than per-level / per-class topk_candidates and detections_per_img, so
+    neither TopK cuts), in the widest gap between scores there, and the NMS
+    IoUs of those candidates are checked to stay clear of nms_thresh: every
+    decision of the postprocessing then has a margin far above f32 rounding
+    and ONNX Runtime's approximate Sigmoid."""
+    def tune(module, recipe):
+        import torch
+        det = module.inner
+        specs, name = [i.spec() for i in recipe.inputs], recipe.inputs[0].name
+        # The report's own input is among the calibration images, so the
+        # conditioning holds on the input that is checked, not only near it.
+        calib = [torch.from_numpy(generated_inputs(specs, recipe.sizes[0], seed)[name])
+                 for seed in [recipe.seed + 11 + i for i in range(3)] + [REPORT_SEED]]
+        _recalibrate_batch_norms(det, calib)
+        cls_convs, reg_convs = _head_final_convs(det)
+        k = det.head.classification_head.num_columns if background_logit is not None else 0
+        if background_logit is None:
+            prior = float(cls_convs[0].bias[0])
+            cls_bias = lambda ch: torch.full(ch.shape, prior)
+        else:
+            cls_bias = lambda ch: torch.where(ch % k == 0, torch.tensor(background_logit), torch.tensor(0.0))
+        _rescale(cls_convs, _pre_bias_outputs(det, cls_convs, calib), cls_std, cls_bias)
+        _rescale(reg_convs, _pre_bias_outputs(det, reg_convs, calib), reg_std, lambda ch: torch.zeros(ch.shape))
+
+        image = torch.from_numpy(generated_inputs(specs, recipe.sizes[0], REPORT_SEED)[name])
+        logits = []
+        hook = det.head.classification_head.register_forward_hook(lambda m, i, o: logits.append(o))
+        with torch.no_grad():
+            module(image)
+        hook.remove()
+        scores = torch.sigmoid(logits[0]) if background_logit is None else torch.softmax(logits[0], -1)[..., 1:]
+        det.score_thresh, gap = _largest_gap_threshold(scores.flatten().numpy(), candidates)
+        boxes, cand_scores, labels, iou_thresh = _nms_inputs(det, image)
+        margin = _iou_margin(boxes, labels, iou_thresh)
+        kept = len(module(image)[0])
+        print(f"gen_corpus: {recipe.name}: score_thresh {det.score_thresh:.6g} (gap {gap:.1e} relative), "
+              f"{len(cand_scores)} candidates, {kept} detections, NMS IoU margin {margin:.1e}", flush=True)
+        if gap < 1e-4 or margin < 1e-4 or len(cand_scores) >= min(det.topk_candidates, det.detections_per_img):
+            raise RuntimeError(f"{recipe.name}: postprocessing decisions too close to call (score gap {gap:.1e}, "
+                               f"IoU margin {margin:.1e}, {len(cand_scores)} candidates)")
+    return tune
 
 
 def wav2vec2_small():
@@ -333,7 +499,9 @@ def qat(name):
     """A torchvision quantizable model, fused and prepared for QAT with
     ONNX-exportable fake quantization (uint8 0..255 activations, int8 per-channel
     symmetric weights), observers run on seeded batches, then frozen; export
-    writes each FakeQuantize as a QuantizeLinear/DequantizeLinear pair."""
+    writes each FakeQuantize as a QuantizeLinear/DequantizeLinear pair (qat_post
+    then makes the per-tensor pairs' [1] scales and zero points scalars, which
+    ONNX Runtime's QDQ fusion needs)."""
     def build():
         import torch
         import torchvision
@@ -392,6 +560,11 @@ def fp16_post(model):
     return to_float16(model)
 
 
+def qat_post(model):
+    from corpus_onnx_rewrites import scalar_qdq_params
+    return scalar_qdq_params(model)
+
+
 def int8_dynamic_post(model):
     from corpus_onnx_rewrites import quantize_dynamic
     return quantize_dynamic(model)
@@ -438,13 +611,17 @@ RECIPES = [
             {"batch": 1, "height": 320, "width": 240}], ["out"],
            note="torchvision LR-ASPP (MobileNetV3-Large)"),
     Recipe("tv_ssdlite320_mobilenet_v3_large", detection("ssdlite320_mobilenet_v3_large"),
-           [Input("image", "float32", [3, 320, 320], "unit")], 13, None, ["boxes", "scores", "labels"],
-           note="torchvision SSDlite320 with its postprocessing (Softmax, TopK, NonMaxSuppression, gathers)"),
-    Recipe("tv_retinanet_resnet50_fpn", detection("retinanet_resnet50_fpn", min_size=320, max_size=320,
-                                                  score_thresh=0.005),
-           [Input("image", "float32", [3, 320, 320], "unit")], 13, None, ["boxes", "scores", "labels"],
+           [Input("image", "float32", [3, 320, 320], "scene")], 13, None, ["boxes", "scores", "labels"],
+           version=2, tune=tune_detection(cls_std=1.5, reg_std=1.0, candidates=150, background_logit=3.0),
+           note="torchvision SSDlite320 with its postprocessing (Softmax, TopK, NonMaxSuppression, gathers); "
+                "heads' last convs rescaled so scores spread and boxes stay near the anchors, score_thresh in a "
+                "gap of the scores (tune_detection), a synthetic photo as input"),
+    Recipe("tv_retinanet_resnet50_fpn", detection("retinanet_resnet50_fpn", min_size=320, max_size=320),
+           [Input("image", "float32", [3, 320, 320], "scene")], 13, None, ["boxes", "scores", "labels"],
+           version=2, tune=tune_detection(cls_std=1.5, reg_std=0.2, candidates=150),
            note="torchvision RetinaNet ResNet-50 FPN at 320x320 (the default is 800), with postprocessing "
-                "(TopK per level, NonMaxSuppression); score_thresh 0.005 so random weights detect something"),
+                "(TopK per level, NonMaxSuppression); heads' last convs rescaled so scores spread and boxes stay "
+                "near the anchors, score_thresh in a gap of the scores (tune_detection), a synthetic photo as input"),
     Recipe("ta_wav2vec2_base_l4", wav2vec2_small,
            [Input("waveforms", "float32", ["batch", "samples"], "audio"),
             Input("lengths", "int64", ["batch"], "lengths:waveforms:1")], 14, AUDIO3, ["emissions", "out_lengths"],
@@ -475,10 +652,13 @@ RECIPES = [
             {"batch": 3, "src_len": 48, "tgt_len": 1}], ["logits"],
            version=2, note="nn.Transformer encoder-decoder (TransformerDecoder, cross attention), d=256, 2+2 layers"),
     Recipe("qat_mobilenet_v2", qat("mobilenet_v2"), image(), 13, BATCH3, ["logits"], kind="int8", randomize_bn=False,
+           post=qat_post, version=2,
            note="torchvision quantizable MobileNetV2, QAT fake-quant exported as QDQ "
-                "(per-channel int8 weights, uint8 activations)"),
+                "(per-channel int8 weights, uint8 activations; per-tensor scales and zero points as scalars)"),
     Recipe("qat_resnet18", qat("resnet18"), image(), 13, BATCH3, ["logits"], kind="int8", randomize_bn=False,
-           note="torchvision quantizable ResNet-18, QAT fake-quant exported as QDQ"),
+           post=qat_post, version=2,
+           note="torchvision quantizable ResNet-18, QAT fake-quant exported as QDQ "
+                "(per-tensor scales and zero points as scalars)"),
     Recipe("fp16_resnet18", tv("resnet18"), image(), 13, BATCH3, ["logits"], kind="fp16", post=fp16_post,
            version=2, note="torchvision ResNet-18 in f16 (f32 export converted: torch 1.13 has no CPU f16 kernels)"),
     Recipe("fp16_mobilenet_v3_small", tv("mobilenet_v3_small"), image(), 17, BATCH3, ["logits"], kind="fp16",
@@ -520,6 +700,8 @@ def export(recipe):
     if recipe.randomize_bn:
         randomize_norm_stats(module, torch.Generator().manual_seed(recipe.seed + 1))
     module.eval()
+    if recipe.tune:
+        recipe.tune(module, recipe)
     specs = [i.spec() for i in recipe.inputs]
     arrays = generated_inputs(specs, recipe.sizes[0], recipe.seed)
     args = tuple(torch.from_numpy(arrays[i.name]) for i in recipe.inputs)
