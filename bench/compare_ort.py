@@ -8,7 +8,10 @@ optimizations on) are run ALTERNATELY on the same files with the same thread
 count, so that drift in machine load hits both sides alike. Each side's figure
 is the median over rounds of its per-round median latency; the table shows
 kiln ms, ORT ms and the ratio kiln/ORT (lower is better for kiln; < 1 means
-kiln is faster), plus the geometric mean of the ratios.
+kiln is faster), plus the geometric mean of the ratios. With --baseline
+KILN_OLD a second kiln binary (an older build) joins the alternation, and
+the table adds its time, its ratio to ORT and new/old: a change's speed
+claim measured in one run, against the same ORT runs.
 
 Run with /usr/bin/python3 (it needs numpy). See bench/README.md.
 """
@@ -90,8 +93,8 @@ def run(cmd):
     return r
 
 
-def kiln_once(opts, model, inputs):
-    r = run([opts.kiln, "bench", str(model), "--json", "--target", opts.target,
+def kiln_once(opts, model, inputs, binary=None):
+    r = run([binary or opts.kiln, "bench", str(model), "--json", "--target", opts.target,
              "--threads", str(opts.threads), "--runs", str(opts.runs),
              "--warmup", str(opts.warmup)] + inputs)
     return json.loads(r.stdout)
@@ -121,6 +124,8 @@ def main():
     ap.add_argument("--models", default="", help="comma-separated subset, e.g. yolov8n,silero_vad_v5")
     ap.add_argument("--seed", type=int, default=1234, help="input seed (default 1234)")
     ap.add_argument("--kiln", default=DEFAULT_KILN, help="kiln binary (default $KILN_BIN or build/tools/kiln)")
+    ap.add_argument("--baseline", default="",
+                    help="a second (older) kiln binary timed in the same alternation")
     ap.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="model dir (default $KILN_CORPUS_DIR)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     opts = ap.parse_args()
@@ -139,14 +144,21 @@ def main():
             mdir = tmp / stem(name)
             mdir.mkdir()
             inputs = write_inputs(name, opts.seed + i, mdir)
-            kiln_rounds, ort_rounds = [], []
+            kiln_rounds, ort_rounds, base_rounds = [], [], []
             for r in range(opts.rounds):
                 print(f"[{stem(name)}] round {r + 1}/{opts.rounds}", file=sys.stderr, flush=True)
                 kiln_rounds.append(kiln_once(opts, model, inputs))
+                if opts.baseline:
+                    base_rounds.append(kiln_once(opts, model, inputs, opts.baseline))
                 ort_rounds.append(ort_once(opts, model, inputs, mdir / "ort_out"))
             k = statistics.median(x["median_ms"] for x in kiln_rounds)
             o = statistics.median(x["median_ms"] for x in ort_rounds)
-            rows.append({
+            if base_rounds:
+                b = statistics.median(x["median_ms"] for x in base_rounds)
+                extra = {"baseline_ms": b, "baseline_ratio": b / o, "new_over_baseline": k / b}
+            else:
+                extra = {}
+            rows.append({**extra, 
                 "model": stem(name),
                 "kiln_ms": k,
                 "ort_ms": o,
@@ -157,19 +169,30 @@ def main():
                 "ort_round_medians_ms": [x["median_ms"] for x in ort_rounds],
             })
 
-    geomean = math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows))
+    def gmean(key):
+        return math.exp(sum(math.log(r[key]) for r in rows) / len(rows))
+    geomean = gmean("ratio")
     if opts.json:
-        print(json.dumps({"target": opts.target, "threads": opts.threads, "runs": opts.runs,
-                          "warmup": opts.warmup, "rounds": opts.rounds, "models": rows,
-                          "geomean_ratio": geomean}, indent=1))
+        out = {"target": opts.target, "threads": opts.threads, "runs": opts.runs, "warmup": opts.warmup,
+               "rounds": opts.rounds, "models": rows, "geomean_ratio": geomean}
+        if opts.baseline:
+            out.update(baseline=opts.baseline, geomean_baseline_ratio=gmean("baseline_ratio"),
+                       geomean_new_over_baseline=gmean("new_over_baseline"))
+        print(json.dumps(out, indent=1))
         return
     width = max(len("model"), max(len(r["model"]) for r in rows))
     print(f"kiln --target {opts.target} vs ONNX Runtime (CPU, graph optimizations on); "
-          f"threads={opts.threads} runs={opts.runs} rounds={opts.rounds}")
-    print(f"{'model':<{width}}  {'kiln ms':>12}  {'ORT ms':>10}  {'kiln/ORT':>10}")
+          f"threads={opts.threads} runs={opts.runs} rounds={opts.rounds}"
+          + (f"; baseline {opts.baseline}" if opts.baseline else ""))
+    base_head = f"  {'base ms':>10}  {'base/ORT':>10}  {'new/base':>10}" if opts.baseline else ""
+    print(f"{'model':<{width}}  {'kiln ms':>12}  {'ORT ms':>10}  {'kiln/ORT':>10}" + base_head)
     for r in rows:
-        print(f"{r['model']:<{width}}  {r['kiln_ms']:>12.3f}  {r['ort_ms']:>10.3f}  {r['ratio']:>10.2f}")
-    print(f"{'geomean':<{width}}  {'':>12}  {'':>10}  {geomean:>10.2f}")
+        base = (f"  {r['baseline_ms']:>10.3f}  {r['baseline_ratio']:>10.2f}  {r['new_over_baseline']:>10.2f}"
+                if opts.baseline else "")
+        print(f"{r['model']:<{width}}  {r['kiln_ms']:>12.3f}  {r['ort_ms']:>10.3f}  {r['ratio']:>10.2f}" + base)
+    base = (f"  {'':>10}  {gmean('baseline_ratio'):>10.2f}  {gmean('new_over_baseline'):>10.2f}"
+            if opts.baseline else "")
+    print(f"{'geomean':<{width}}  {'':>12}  {'':>10}  {geomean:>10.2f}" + base)
 
 
 if __name__ == "__main__":

@@ -130,6 +130,38 @@ def vit_b_16_layers(n):
     return build
 
 
+def undo_degenerate_init(module, recipe):
+    """Parameters that an architecture initializes to one constant value get
+    values a trained model would have, so every layer shows in the outputs:
+    torchvision's ViT zero-initializes its classifier (every logit is exactly
+    0, so a test of it compares zeros), ConvNeXt starts its layer scales at
+    1e-6 (every block's contribution vanishes under the residual). Of the
+    parameters with more than one element, all equal: a Linear/Conv weight
+    becomes N(0, 1/fan_in), a norm's gain 1 + N(0, 0.1), a layer scale
+    U(0.1, 1), anything else (a class token) N(0, 0.02), as the model's own
+    embeddings start. Biases stay: trained biases are small."""
+    import torch
+    gen = torch.Generator().manual_seed(recipe.seed + 3)
+    changed = []
+    with torch.no_grad():
+        for mod_name, m in module.named_modules():
+            for name, p in m.named_parameters(recurse=False):
+                if p.numel() < 2 or name.endswith("bias") or float(p.max()) != float(p.min()):
+                    continue
+                noise = torch.randn(p.shape, generator=gen)
+                if isinstance(m, (torch.nn.Linear, torch.nn.modules.conv._ConvNd)) and name == "weight":
+                    p.copy_(noise / p[0].numel() ** 0.5)
+                elif isinstance(m, (torch.nn.LayerNorm, torch.nn.GroupNorm)) and name == "weight":
+                    p.copy_(1 + 0.1 * noise)
+                elif "scale" in name:
+                    p.copy_(0.1 + 0.9 * torch.rand(p.shape, generator=gen))
+                else:
+                    p.copy_(0.02 * noise)
+                changed.append(f"{mod_name}.{name}")
+    print(f"gen_corpus: {recipe.name}: {len(changed)} constant-initialized parameters randomized "
+          f"({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''})", flush=True)
+
+
 class OutDict:
     """Wraps a module returning a dict (segmentation) so export sees a tensor."""
 
@@ -595,11 +627,13 @@ RECIPES = [
            note="torchvision ShuffleNetV2 x1.0: channel shuffle (Reshape/Transpose), chunk"),
     Recipe("tv_squeezenet1_1", tv("squeezenet1_1"), image(size=("height", "width")), 14, HW3, ["logits"],
            note="torchvision SqueezeNet 1.1: ceil-mode MaxPool, Concat, dynamic size"),
-    Recipe("tv_vit_b_16_l4", vit_b_16_layers(4), image(), 14, BATCH3, ["logits"],
+    Recipe("tv_vit_b_16_l4", vit_b_16_layers(4), image(), 14, BATCH3, ["logits"], version=2,
+           tune=undo_degenerate_init,
            note="torchvision ViT-B/16 shapes, 4 of its 12 encoder layers (the full one is 330 MB)"),
     Recipe("tv_swin_t", tv("swin_t"), image(), 17, BATCH3, ["logits"],
            note="torchvision Swin-T (full size): shifted windows (roll), relative position bias"),
-    Recipe("tv_convnext_tiny", tv("convnext_tiny"), image(), 17, BATCH3, ["logits"],
+    Recipe("tv_convnext_tiny", tv("convnext_tiny"), image(), 17, BATCH3, ["logits"], version=2,
+           tune=undo_degenerate_init,
            note="torchvision ConvNeXt-T (full size): 7x7 depthwise conv, LayerNorm(opset 17), layer scale"),
     Recipe("tv_deeplabv3_mobilenet_v3_large", seg("deeplabv3_mobilenet_v3_large"),
            image(size=("height", "width")), 16,

@@ -320,8 +320,8 @@ Status lowerGlobalPool(DispatchBuilder &d, GlobalKind kind) {
   const SVal planes = d.mul(xd[0], xd[1]);
   const SVal size = d.product(std::vector<SVal>(xd.begin() + 2, xd.end()));
   if (kind != GlobalKind::Lp)
-    d.check(d.land(d.ne(planes, d.c(0)), d.ne(size, d.c(0))),
-            "input X has empty spatial dims or no planes");
+    d.check(d.lor(d.eq(planes, d.c(0)), d.ne(size, d.c(0))),
+            "input X has empty spatial dims (the mean or max of nothing)");
   std::vector<SVal> outDims(xd.size(), d.c(1));
   outDims[0] = xd[0];
   outDims[1] = xd[1];

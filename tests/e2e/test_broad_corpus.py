@@ -13,10 +13,10 @@ two more wake-word classifiers); `scripts/corpus_report.py` runs every model
 of both corpora. Cost measured on the 2-core CI machine under load: each
 model compiles in 0.2-3 s; runs of kiln and ONNX Runtime take 1-9 s per
 input set, so the whole subset takes about 6-8 minutes once every model
-compiles (seconds today, when most stop at their first missing op). A model listed in
-tests/e2e/corpus_expected_failures.txt is expected to fail today (an op still
-without a lowering, a known mismatch): it is xfail (not strict: lowerings land
-from several branches; corpus_report.py shows which ones pass now).
+compiles. A model listed in
+tests/e2e/corpus_expected_failures.txt is expected to fail (a known mismatch
+of the reference, with its reason): it is a strict xfail, so a listed model
+that passes fails the test until its line is deleted.
 
 Environment: KILN_BIN, KILN_CORPUS_DIR (scripts/fetch_corpus.sh),
 KILN_GENERATED_DIR (scripts/gen_corpus.py). Run with /usr/bin/python3 -m pytest.
@@ -117,7 +117,7 @@ def test_artifact_matches_onnxruntime(name, report_args, all_models, request):
         pytest.fail(f"{path} is missing: run scripts/setup.sh (fetch_corpus.sh, gen_corpus.py)")
     reason = expected_failures().get(name)
     if reason is not None:
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     rec = corpus_report.check_model(name, source, path, sets, tol, report_args)
     print(f"{name}: {rec['result']}: {describe(rec)}")
     assert rec["result"] == "PASS", describe(rec)

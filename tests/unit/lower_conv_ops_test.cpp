@@ -156,14 +156,16 @@ TEST(LowerConvOps, ConvReportsAnInputSmallerThanTheKernel) {
 
 // ---- the microkernel steps' general variants ---------------------------------------
 
-// A constant-weight f32 conv, so the conv microkernel takes it; a symbolic
-// batch gives it a general variant.
+// A constant-weight f32 conv, so the conv microkernel takes it. A channel
+// count the types leave open (`c`) gives it a general variant; with a fixed
+// one the types prove that the packed kernel fits every run
+// (backend/cpu/compiler.cpp, convStepAlwaysFits) and no variant is built.
 std::string constantConvModel(const std::string &epilogue, const std::string &attrs,
-                              const std::string &out) {
+                              const std::string &out, const std::string &channels = "c") {
   const Tensor w = randomTensor(DType::F32, {4, 3, 3, 3}, 31);
   const Tensor b = randomTensor(DType::F32, {4}, 32);
   const Tensor scale = randomTensor(DType::F32, {4, 1, 1}, 33);
-  return "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n,3,8,8], %r: " + out +
+  return "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n," + channels + ",8,8], %r: " + out +
          ") -> (%y) {\n  %w = Constant() {value = " + dense(w) + "} : f32[4,3,3,3]\n" +
          "  %b = Constant() {value = " + dense(b) + "} : f32[4]\n" +
          "  %s = Constant() {value = " + dense(scale) + "} : f32[4,1,1]\n" +
@@ -179,6 +181,19 @@ TEST(LowerConvOps, ConvMicrokernelGeneralVariantWithFusedEpilogue) {
     std::vector<Tensor> in = {randomTensor(DType::F32, {n, 3, 8, 8}, 40 + n),
                               randomTensor(DType::F32, {n, 4, 8, 8}, 50 + n)};
     EXPECT_GT(expectGeneralVariantsMatchInterpreter(model, in, f32Tolerance()), 0);
+    expectArtifactMatchesInterpreter(model, in, f32Tolerance());
+  }
+}
+
+TEST(LowerConvOps, ConvWhoseTypesProveTheMicrokernelFitsGetsNoGeneralVariant) {
+  const std::string epilogue = "  %a = Add(%c, %r) : f32[n,4,8,8]\n"
+                               "  %y = Relu(%a) : f32[n,4,8,8]";
+  const std::string model =
+      constantConvModel(epilogue, "pads = [1, 1, 1, 1]", "f32[n,4,8,8]", /*channels=*/"3");
+  for (int64_t n : {2, 0}) { // an empty batch too: the step handles it without a variant
+    std::vector<Tensor> in = {randomTensor(DType::F32, {n, 3, 8, 8}, 70),
+                              randomTensor(DType::F32, {n, 4, 8, 8}, 71)};
+    EXPECT_EQ(expectGeneralVariantsMatchInterpreter(model, in, f32Tolerance()), 0);
     expectArtifactMatchesInterpreter(model, in, f32Tolerance());
   }
 }

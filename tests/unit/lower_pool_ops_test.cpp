@@ -204,15 +204,32 @@ TEST(LowerPoolOps, PoolMicrokernelTakesSamePaddingAndIgnoresCeilModeUnderValid) 
     }
 }
 
+// With a fixed channel count the types prove that the pool step fits every
+// run: no variant, and an empty batch is the step's own job.
+TEST(LowerPoolOps, PoolStepsWithAFixedChannelCountTakeEmptyBatches) {
+  for (const char *op : {"GlobalAveragePool", "GlobalMaxPool", "MaxPool"}) {
+    const std::string attrs = std::string(op) == "MaxPool" ? "kernel_shape = [2, 2]" : "";
+    const std::string m = poolModel(op, "f32[n,2,h,w]", attrs, DType::F32, 4);
+    SCOPED_TRACE(m);
+    for (int64_t n : {0, 2}) {
+      std::vector<Tensor> in = {randomTensor(DType::F32, {n, 2, 5, 4}, 18)};
+      EXPECT_EQ(expectGeneralVariantsMatchInterpreter(m, in), 0);
+      expectArtifactMatchesInterpreter(m, in);
+    }
+  }
+}
+
+// The channel count is symbolic: with a fixed one the types prove that the
+// pool step fits every run, and it gets no variant.
 TEST(LowerPoolOps, PoolMicrokernelGeneralVariants) {
   const std::string models[] = {
-      poolModel("MaxPool", "f32[n,2,h,w]",
+      poolModel("MaxPool", "f32[n,c,h,w]",
                 "kernel_shape = [3, 2], pads = [1, 0, 1, 1], strides = [2, 1], ceil_mode = 1",
                 DType::F32, 4),
-      poolModel("AveragePool", "f32[n,2,h,w]",
+      poolModel("AveragePool", "f32[n,c,h,w]",
                 "kernel_shape = [3, 3], pads = [1, 1, 1, 1], count_include_pad = 1", DType::F32, 4),
-      poolModel("GlobalAveragePool", "f32[n,2,h,w]", "", DType::F32, 4),
-      poolModel("GlobalMaxPool", "f32[n,2,h,w]", "", DType::F32, 4),
+      poolModel("GlobalAveragePool", "f32[n,c,h,w]", "", DType::F32, 4),
+      poolModel("GlobalMaxPool", "f32[n,c,h,w]", "", DType::F32, 4),
   };
   for (const std::string &m : models) {
     SCOPED_TRACE(m);

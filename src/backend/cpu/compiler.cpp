@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -384,6 +385,34 @@ bool ProgramBuilder::tryReduction(Scope &scope, const Node &node) {
   return true;
 }
 
+// Two dims that are equal on every run: the same number or the same symbol.
+bool sameOnEveryRun(const Dim &a, const Dim &b) { return !a.isUnknown() && a == b; }
+
+// Whether the graph's types guarantee that a conv or pooling step's packed
+// kernel fits every run (runtime/cpu/conv_step.cpp, pool_step.cpp say when
+// it does not): the data input is f32 of a known rank with a fixed channel
+// count, and every other input that is not a constant (a fused residual)
+// has the output's shape. A run too small for the kernel is an error either
+// way.
+bool convStepAlwaysFits(const Node &node, const std::function<bool(const Value *)> &isConstant) {
+  const Value *x = node.input(0);
+  const Value *y = node.output(0);
+  if (!x || !y || !x->type().isTensor() || !y->type().isTensor()) return false;
+  const Shape &xs = x->type().shape(), &ys = y->type().shape();
+  if (x->type().dtype() != DType::F32 || !xs.rankKnown || !ys.rankKnown || xs.rank() < 3 ||
+      !xs.dims[1].isStatic())
+    return false;
+  for (int i = 1; i < node.numInputs(); ++i) {
+    const Value *v = node.input(i);
+    if (!v || isConstant(v)) continue;
+    const Shape &vs = v->type().shape();
+    if (!v->type().isTensor() || !vs.rankKnown || vs.rank() != ys.rank()) return false;
+    for (int64_t d = 0; d < ys.rank(); ++d)
+      if (!sameOnEveryRun(vs.dims[size_t(d)], ys.dims[size_t(d)])) return false;
+  }
+  return true;
+}
+
 // Conv, MatMul and pooling (with fused epilogues) on the handwritten
 // microkernels; false when the node is not one of those or not in a form
 // they take, so it runs another way.
@@ -440,12 +469,16 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   }
   // The microkernels take every size, but a run whose shapes they were not
   // built for (a residual or batch that broadcasts another way) runs the
-  // node's dispatch instead.
-  // ConvTranspose works its geometry out on every run: it needs none.
+  // node's dispatch instead. ConvTranspose works its geometry out on every
+  // run, and a conv or pool whose types rule every miss out never misses:
+  // neither gets a variant (dead code, and a conv kernel to compile per node).
   bool allStatic = true;
   for (const Value *v : node.inputs())
     allStatic &= !v || (v->type().isTensor() && v->type().shape().isStatic());
-  if (!allStatic && op != OpKind::ConvTranspose) {
+  const bool alwaysFits =
+      (pool || node.op() == OpKind::Conv || kind == "conv") &&
+      convStepAlwaysFits(node, [&](const Value *v) { return constantValue(scope, v) != nullptr; });
+  if (!allStatic && op != OpKind::ConvTranspose && !alwaysFits) {
     std::vector<int> outs(size_t(node.numOutputs()), -1);
     outs[0] = out;
     step->generalVariant = generalVariantOf(scope, node, in, outs);

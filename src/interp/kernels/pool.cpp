@@ -210,7 +210,9 @@ Status globalPool(KernelContext &ctx, GlobalKind kind) {
   for (size_t d = 2; d < outShape.size(); ++d) outShape[d] = 1;
   int64_t planes = x.dim(0) * x.dim(1);
   int64_t size = planes == 0 ? 0 : x.numel() / planes;
-  if (size == 0 && kind != GlobalKind::Lp)
+  // An empty batch (no planes) gives an empty output; planes of no
+  // elements have no mean or max.
+  if (planes > 0 && size == 0 && kind != GlobalKind::Lp)
     return ctx.error("input X has empty spatial dims ", shapeToString(x.shape()));
   double pNorm = kind == GlobalKind::Lp ? static_cast<double>(ctx.node().getInt("p")) : 0;
   if (kind == GlobalKind::Lp && pNorm <= 0) return ctx.error("p must be positive, got ", pNorm);

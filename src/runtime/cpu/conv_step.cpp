@@ -97,6 +97,15 @@ Status ConvStep::run(Frame &frame, ExecContext &ctx) const {
   s.N = x.dim(0);
   s.H = oneD_ ? 1 : x.dim(2);
   s.W = x.dim(rank - 1);
+  if (s.N == 0) { // an empty batch gives an empty output (the kernels want N >= 1)
+    kernels::ConvShape one = s;
+    one.N = 1;
+    if (one.valid()) {
+      frame.slots[out_] = RtValue(frame.allocate(
+          out_, DType::F32, oneD_ ? Shape64{0, s.K, s.outW()} : Shape64{0, s.K, s.outH(), s.outW()}));
+      return Status::success();
+    }
+  }
   if (!s.valid())
     return runFallback(generalVariant.get(), frame, ctx, label_,
                        "input of shape " + shapeToString(x.shape()) +

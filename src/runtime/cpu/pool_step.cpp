@@ -50,10 +50,14 @@ Status PoolStep::run(Frame &frame, ExecContext &ctx) const {
     Shape64 outShape(static_cast<size_t>(x.rank()), 1);
     outShape[0] = N;
     outShape[1] = C;
-    if (spatial == 0 || N * C == 0)
+    if (spatial == 0 && N * C != 0)
       return runFallback(generalVariant.get(), frame, ctx, label_,
                          "global pooling of empty planes");
     Tensor y = frame.allocate(out_, DType::F32, outShape);
+    if (N * C == 0) { // an empty batch or no channels: an empty output
+      frame.slots[out_] = RtValue(std::move(y));
+      return Status::success();
+    }
     if (kind_ == PoolKind::GlobalAverage)
       kernels::globalAveragePool(N, C, spatial, x.data<float>(), y.data<float>(), ctx.pool);
     else
