@@ -87,7 +87,11 @@ private:
     return b < int(g_.inputs.size()) ? g_.inputs[size_t(b)] : g_.outputs[b - g_.inputs.size()];
   }
   Status computeShapes();
-  Expected<Dims> broadcast(const std::vector<const Value *> &values, const std::string &what);
+  // `at`: where a message is about, as a prefix of it (at() below).
+  Expected<Dims> broadcast(const std::vector<const Value *> &values, const std::string &at);
+  // "node 'x' (Op): " for a node of a fused group, "" for the dispatch's own
+  // node (the step's label already names it).
+  std::string at(const Node &n) const { return &n == &d_.node() ? "" : n.describe() + ": "; }
   Status dropoutChecks(const Node &n);
   void computeFits();
   std::vector<LoopDim> plan(bool trustGuesses);
@@ -185,7 +189,7 @@ Status ElementwiseLowering::computeShapes() {
       for (int i = 1; i <= 2; ++i)
         if (const Value *bound = n->input(i))
           d_.check(d_.eq(d_.product(shapes_.at(bound)), d_.c(1)),
-                   n->describe() + ": " + (i == 1 ? "min" : "max") + " must have one element");
+                   at(*n) + (i == 1 ? "min" : "max") + " must have one element");
     } else {
       std::vector<const Value *> operands;
       for (int i = 0; i < numOperands(*n); ++i)
@@ -193,15 +197,15 @@ Status ElementwiseLowering::computeShapes() {
           operands.push_back(n->input(i));
           rank = d_.max(rank, ranks_.at(n->input(i)));
         }
-      KILN_ASSIGN_OR_RETURN(out, broadcast(operands, n->describe()));
+      KILN_ASSIGN_OR_RETURN(out, broadcast(operands, at(*n)));
     }
     const Shape &declared = n->output(0)->type().shape();
     if (declared.rankKnown && !padded_ && declared.rank() != int64_t(out.size()))
-      return makeError(n->describe(), ": output rank ", declared.rank(),
+      return makeError(at(*n), "output rank ", declared.rank(),
                        " is not the broadcast rank ", out.size());
     if (declared.rankKnown && padded_)
       d_.check(d_.eq(rank, d_.c(declared.rank())),
-               n->describe() + ": the inputs' ranks give rank {}, the graph says " +
+               at(*n) + "the inputs' ranks give rank {}, the graph says " +
                    std::to_string(declared.rank()),
                {rank});
     shapes_[n->output(0)] = std::move(out);
@@ -227,7 +231,7 @@ Status ElementwiseLowering::computeShapes() {
 // checked against it); a single symbolic one is the result itself, so that
 // buffers of that dim provably fit it.
 Expected<Dims> ElementwiseLowering::broadcast(const std::vector<const Value *> &values,
-                                              const std::string &what) {
+                                              const std::string &at) {
   size_t rank = 0;
   for (const Value *v : values) rank = std::max(rank, shapes_.at(v).size());
   Dims out(rank);
@@ -256,10 +260,10 @@ Expected<Dims> ElementwiseLowering::broadcast(const std::vector<const Value *> &
       if (dim.id == r.id) continue;
       const SVal ok = d_.lor(d_.eq(dim, d_.c(1)), d_.eq(dim, r));
       if (auto k2 = d_.constant(ok); k2 && !*k2)
-        return makeError(what, ": shapes do not broadcast (dim ", *d_.constant(dim), " against ",
+        return makeError(at, "shapes do not broadcast (dim ", *d_.constant(dim), " against ",
                          *d_.constant(r), " at axis ", k, " of ", rank, ")");
       d_.check(ok,
-               what + ": shapes do not broadcast (dim {} against {} at axis " + std::to_string(k) +
+               at + "shapes do not broadcast (dim {} against {} at axis " + std::to_string(k) +
                    " of " + std::to_string(rank) + ")",
                {dim, r});
     }
@@ -283,13 +287,13 @@ Status ElementwiseLowering::dropoutChecks(const Node &n) {
   const int ti = indexOf(training), ri = ratio ? indexOf(ratio) : -1;
   if (ti < 0 || (ratio && ri < 0))
     return makeError(n.describe(), ": ratio and training_mode must be inputs of the dispatch");
-  d_.check(d_.eq(d_.numel(ti), d_.c(1)), n.describe() + ": training_mode must have one element");
-  if (ratio) d_.check(d_.eq(d_.numel(ri), d_.c(1)), n.describe() + ": ratio must have one element");
+  d_.check(d_.eq(d_.numel(ti), d_.c(1)), at(n) + "training_mode must have one element");
+  if (ratio) d_.check(d_.eq(d_.numel(ri), d_.c(1)), at(n) + "ratio must have one element");
   const SVal on = d_.ne(d_.elem(ti, 0), d_.c(0));
   const SVal r = ratio ? d_.elemF(ri, d_.c(0)) : d_.cf(0.5);
   const SVal dropping = d_.lor(d_.flt(r, d_.cf(0)), d_.flt(d_.cf(0), r));
   d_.check(d_.lnot(d_.land(on, dropping)),
-           n.describe() + ": training-mode dropout is not supported");
+           at(n) + "training-mode dropout is not supported");
   return Status::success();
 }
 
