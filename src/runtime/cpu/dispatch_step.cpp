@@ -69,10 +69,28 @@ void launchParallel(ExecContext &ctx, KernelEntry fn, void *const *buffers, cons
   ctx.pool->parallelFor(outer, [&](int64_t b, int64_t e) { fn(buffers, params, b, e); }, grain);
 }
 
-Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
-  std::vector<const Tensor *> inputs(in_.size(), nullptr);
+// The per-run working lists of DispatchStep::run, kept per thread so a run
+// allocates nothing for them once they have grown (a small model runs
+// dozens of dispatches per inference, where a heap allocation per list
+// would be a visible share). run() never re-enters itself on one thread: it
+// calls kernels, not steps.
+struct DispatchLists {
+  std::vector<const Tensor *> inputs;
   std::vector<void *> buffers;
-  buffers.reserve(in_.size() + out_.size() + recipe_.scratch.size() + 1);
+  std::vector<int64_t> values, params;
+  std::vector<Tensor> outputs, scratch;
+};
+
+Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
+  thread_local DispatchLists lists;
+  // Tensors of the last run are released when this one starts too (an
+  // error may have left them).
+  lists.outputs.clear();
+  lists.scratch.clear();
+  std::vector<const Tensor *> &inputs = lists.inputs;
+  std::vector<void *> &buffers = lists.buffers;
+  inputs.assign(in_.size(), nullptr);
+  buffers.clear();
   for (size_t i = 0; i < in_.size(); ++i) {
     if (in_[i] < 0) {
       buffers.push_back(nullptr);
@@ -83,11 +101,12 @@ Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
     inputs[i] = &v.tensor;
     buffers.push_back(const_cast<void *>(v.tensor.raw()));
   }
-  std::vector<int64_t> values;
+  std::vector<int64_t> &values = lists.values;
+  values.clear();
   if (Status s = recipe_.shapes.run(inputs, values); !s.ok())
     return makeError(label_, ": ", s.error().message);
 
-  std::vector<Tensor> outputs;
+  std::vector<Tensor> &outputs = lists.outputs;
   for (size_t o = 0; o < out_.size(); ++o) {
     const DispatchRecipe::Output &spec = recipe_.outputs[o];
     size_t first = 0;
@@ -109,7 +128,7 @@ Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
     buffers.push_back(t.mutableRaw());
     outputs.push_back(std::move(t));
   }
-  std::vector<Tensor> scratch;
+  std::vector<Tensor> &scratch = lists.scratch;
   for (const DispatchRecipe::Scratch &s : recipe_.scratch) {
     if (values[s.numel] < 0) return makeError(label_, ": negative scratch size");
     Tensor t(s.dtype, {values[s.numel]}); // zero-filled by construction
@@ -119,7 +138,7 @@ Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
   int64_t status = 0;
   if (!recipe_.statusMessages.empty()) buffers.push_back(&status);
 
-  std::vector<int64_t> params;
+  std::vector<int64_t> &params = lists.params;
   for (size_t k = 0; k < recipe_.launches.size(); ++k) {
     const DispatchRecipe::Launch &l = recipe_.launches[k];
     params.clear();
@@ -141,6 +160,8 @@ Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
   }
   for (size_t o = 0; o < out_.size(); ++o)
     if (out_[o] >= 0) frame.slots[out_[o]] = RtValue(std::move(outputs[o]));
+  outputs.clear();
+  scratch.clear();
   return Status::success();
 }
 
