@@ -7,6 +7,7 @@
 #include "backend/cpu/coverage.h"
 #include "ir/op.h"
 
+#include <algorithm>
 #include <iostream>
 
 namespace kiln::cli {

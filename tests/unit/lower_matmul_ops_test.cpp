@@ -93,5 +93,28 @@ TEST(LowerMatMulOps, GemmStepGeneralVariant) {
   }
 }
 
+// torch's attention slices its packed in_proj weight and transposes each
+// slice before its MatMul; fold-constants keeps the slices (folding one
+// alone would duplicate the weight), and the matmul step evaluates each
+// chain at compile time and packs the result like any constant weight.
+TEST(LowerMatMulOps, WeightsSlicedAndTransposedFromAConstantArePrepacked) {
+  const Tensor w = randomTensor(DType::F32, {12, 5}, 81);
+  const std::string model =
+      "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n,5]) -> (%y) {\n"
+      "  %w = Constant() {value = " + testing::dense(w) + "} : f32[12,5]\n"
+      "  %b0 = Constant() {value = dense<i64[1]> [0]} : i64[1]\n"
+      "  %b1 = Constant() {value = dense<i64[1]> [4]} : i64[1]\n"
+      "  %b2 = Constant() {value = dense<i64[1]> [8]} : i64[1]\n"
+      "  %s1 = Slice(%w, %b0, %b1) : f32[4,5]\n"
+      "  %s2 = Slice(%w, %b1, %b2) : f32[4,5]\n"
+      "  %t1 = Transpose(%s1) {perm = [1, 0]} : f32[5,4]\n"
+      "  %t2 = Transpose(%s2) {perm = [1, 0]} : f32[5,4]\n"
+      "  %m1 = MatMul(%x, %t1) : f32[n,4]\n"
+      "  %m2 = MatMul(%x, %t2) : f32[n,4]\n"
+      "  %y = Sub(%m1, %m2) : f32[n,4]\n}";
+  for (int64_t n : {1, 6})
+    expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {n, 5}, 82 + n)});
+}
+
 } // namespace
 } // namespace kiln

@@ -189,7 +189,12 @@ Expected<std::unique_ptr<MatMulStep>> MatMulStep::create(const Node &node,
   s->label_ = "matmul " + node.describe();
   s->in_ = std::move(inputSlots);
   s->out_ = outputSlot;
-  const Tensor *w = constantOf(node.input(1));
+  // Weights known at compile time are packed at load: a constant, or a
+  // short chain over one (torch's attention slices and transposes its
+  // packed in_proj weight; fold-constants keeps those slices, since folding
+  // one alone would duplicate the weight in the model).
+  int budget = kEvalNodes;
+  const std::optional<Tensor> w = compileTimeValue(node.input(1), budget);
   if (node.op() == OpKind::Fused) {
     if (!w || w->rank() != 2) return Error{"fused matmul needs constant 2-D weights"};
     KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, w->dim(1), /*rowChannels=*/false));
