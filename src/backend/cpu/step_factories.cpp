@@ -117,8 +117,14 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   const Value *wv = node.op() == OpKind::Fused ? node.input(1) : conv->input(1);
   const Value *bv = conv->input(2) ? (node.op() == OpKind::Fused ? node.input(2) : conv->input(2))
                                    : nullptr;
-  const Tensor *w = constantOf(wv);
-  const Tensor *b = bv ? constantOf(bv) : nullptr;
+  // Weights known at compile time: constants, or short chains over them
+  // (a QDQ model's DequantizeLinear of int8 weights, which fold-constants
+  // keeps since folding would grow the model 4x).
+  int budget = kEvalNodes;
+  const std::optional<Tensor> wt = compileTimeValue(wv, budget);
+  const std::optional<Tensor> bt = bv ? compileTimeValue(bv, budget) : std::nullopt;
+  const Tensor *w = wt ? &*wt : nullptr;
+  const Tensor *b = bt ? &*bt : nullptr;
   if (!w || w->dtype() != DType::F32 || (bv && (!b || b->dtype() != DType::F32)))
     return Error{"conv needs constant f32 weights"};
   if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D convs"};
@@ -271,9 +277,12 @@ Expected<std::unique_ptr<ConvTransposeStep>>
 ConvTransposeStep::create(const Node &node, std::vector<int> inputSlots, int outputSlot) {
   if (node.op() != OpKind::ConvTranspose) return Error{"not a conv transpose"};
   auto s = std::make_unique<ConvTransposeStep>();
-  const Tensor *w = constantOf(node.input(1));
+  int budget = kEvalNodes; // weights known at compile time, as for Conv
+  const std::optional<Tensor> wt = compileTimeValue(node.input(1), budget);
   const Value *bv = node.input(2);
-  const Tensor *b = bv ? constantOf(bv) : nullptr;
+  const std::optional<Tensor> bt = bv ? compileTimeValue(bv, budget) : std::nullopt;
+  const Tensor *w = wt ? &*wt : nullptr;
+  const Tensor *b = bt ? &*bt : nullptr;
   if (!w || w->dtype() != DType::F32 || (bv && (!b || b->dtype() != DType::F32)))
     return Error{"conv transpose needs constant f32 weights"};
   if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D conv transposes"};
