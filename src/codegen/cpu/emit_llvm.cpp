@@ -92,7 +92,13 @@ private:
   std::vector<llvm::AllocaInst *> vars_;
   llvm::Value *begin_ = nullptr, *end_ = nullptr;
   int vectorDepth_ = 0; // > 0 inside a loop scheduled Vector
-  bool nativeHalf_ = false; // the target converts halfs in hardware (F16C)
+  // Halfs convert in hardware (F16C). Widening takes the hardware path only
+  // where the target also computes on halfs (AVX512-FP16): otherwise
+  // InstCombine narrows f32 work on a widened half (a compare with 0, a
+  // select: Relu after a Cast to f16) into <16 x half> operations that the
+  // backend scalarizes element by element (7x slower on such a kernel). The
+  // integer widening (emit_convert.h) gives it nothing to narrow.
+  bool nativeFloatToHalf_ = false, nativeHalfToFloat_ = false;
 };
 
 Status Emitter::run() {
@@ -107,7 +113,9 @@ Status Emitter::run() {
   bodyArgs.insert(bodyArgs.end(), k_.params.size() + 2, i64);
   auto *bodyType = llvm::FunctionType::get(b_.getVoidTy(), bodyArgs, false);
   fn_ = llvm::Function::Create(bodyType, llvm::Function::InternalLinkage, k_.name + ".body", m_);
-  nativeHalf_ = ("," + target_.features + ",").find(",+f16c,") != std::string::npos;
+  const std::string features = "," + target_.features + ",";
+  nativeFloatToHalf_ = features.find(",+f16c,") != std::string::npos;
+  nativeHalfToFloat_ = nativeFloatToHalf_ && features.find(",+avx512fp16,") != std::string::npos;
   fn_->addFnAttr(llvm::Attribute::AlwaysInline);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
   if (target_.vectorBits >= 512) fn_->addFnAttr("prefer-vector-width", "512");
@@ -174,14 +182,14 @@ llvm::Value *Emitter::address(const Inst &i) {
 
 llvm::Value *Emitter::toMemory(DType t, llvm::Value *v) {
   if (t == DType::Bool) return b_.CreateZExt(v, b_.getInt8Ty());
-  if (t == DType::F16) return emitFloatToHalf(b_, v, nativeHalf_);
+  if (t == DType::F16) return emitFloatToHalf(b_, v, nativeFloatToHalf_);
   if (t == DType::BF16) return emitFloatToBFloat(b_, v);
   return v;
 }
 
 llvm::Value *Emitter::fromMemory(DType t, llvm::Value *v) {
   if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
-  if (t == DType::F16) return emitHalfToFloat(b_, v, nativeHalf_);
+  if (t == DType::F16) return emitHalfToFloat(b_, v, nativeHalfToFloat_);
   if (t == DType::BF16) return emitBFloatToFloat(b_, v);
   return v;
 }
