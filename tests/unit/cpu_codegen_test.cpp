@@ -18,7 +18,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <sstream>
+
+#include <unistd.h>
 
 namespace kiln {
 namespace {
@@ -255,6 +258,45 @@ kernel @edges(%a: i32, %d: i32, %u: u8, %idx: i64, %q: i32 out, %r: i32 out, %sh
   EXPECT_EQ(shr, (std::vector<int32_t>{1, -2, 7, -1, 0, -1}));
   EXPECT_EQ(g, (std::vector<int32_t>{-1, 7, kMin, -1, 7, -7}));
   EXPECT_EQ(status, 7);
+}
+
+// A Relu between two roundings to f16 (Cast -> Relu -> Cast, as
+// legalize-precision leaves between an f16 model's convs) must stay f32
+// work: with a hardware-widened half on both sides, LLVM narrows the f32
+// compare and select into <N x half> ones, which x86 without AVX512-FP16
+// scalarizes element by element. emit_llvm.cpp widens by integer ops there,
+// so the optimized IR compares floats. (Fails with the hardware widening.)
+TEST(CpuCodegenHalf, RoundedToHalfReluKeepsVectorF32Compares) {
+  const std::string text = R"(kernel @relu16(%x: f32, %y: f32 out) params(%n) {
+  vector(16) %i0 = 0 to %n {
+    %0 = load %x[%i0]
+    %1 = cast %0 : f32 to f16
+    %2 = cast %1 : f16 to f32
+    %3 = const 0.0 : f32
+    %4 = lt %2, %3 : f32
+    %5 = select %4, %3, %2 : f32
+    %6 = cast %5 : f32 to f16
+    %7 = cast %6 : f16 to f32
+    store %y[%i0], %7
+  }
+})";
+  auto k = parseKernel(text, "test.kir");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  auto target = codegen::cpuTargetFromName("x86-64-v4"); // F16C, no AVX512-FP16
+  ASSERT_TRUE(target.ok());
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kiln_relu16_" + std::to_string(::getpid()) + ".ll"))
+          .string();
+  codegen::CompileOptions options;
+  options.dumpLlvmIrPath = path;
+  auto object = codegen::compileKernels({*k}, *target, options);
+  ASSERT_TRUE(object.ok()) << object.error().message;
+  std::ifstream in(path);
+  std::stringstream ir;
+  ir << in.rdbuf();
+  std::filesystem::remove(path);
+  EXPECT_TRUE(std::regex_search(ir.str(), std::regex("fcmp [a-z]+ <16 x float>"))) << ir.str();
+  EXPECT_FALSE(std::regex_search(ir.str(), std::regex("fcmp [a-z]+ <[0-9]+ x half>"))) << ir.str();
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, CpuCodegen, ::testing::ValuesIn(kLevels),
