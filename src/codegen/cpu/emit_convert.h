@@ -2,9 +2,10 @@
 // straight-line integer LLVM IR, for scalars and vectors alike. The Kernel
 // IR computes on 16-bit floats in f32 (kernel_ir.h): values are widened
 // when loaded and rounded (to nearest even, as support/half.h and ONNX
-// Runtime do) when stored or cast. Targets with F16C convert halfs with the
-// hardware instruction instead (`nativeHalf`); bfloat16 always takes the
-// integer path, which is a shift and an add.
+// Runtime do) when stored or cast. Where the caller says so (`nativeHalf`:
+// F16C for rounding to f16; widening only where the target also computes on
+// halfs, emit_llvm.cpp says why) the hardware instruction converts instead;
+// bfloat16 always takes the integer path, which is a shift and an add.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
