@@ -57,7 +57,8 @@ Expected<TargetOptions> targetOptionsFrom(const Args &args, int defaultThreads) 
 
 std::string summaryOf(const cpu::CompileStats &s) {
   return strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ",
-                s.microkernelSteps, " microkernel calls, ", s.copySteps, " copies, ", s.hostSteps,
+                s.microkernelSteps, " microkernel calls (", s.attentionSteps, " attention), ",
+                s.copySteps, " copies, ", s.hostSteps,
                 " host ops; passes ", s.passesMs, " ms, lowering ", s.loweringMs, " ms, codegen ",
                 s.codegenMs, " ms");
 }

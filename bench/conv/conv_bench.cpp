@@ -1,6 +1,8 @@
 // kiln's PackedConv vs oneDNN's convolution on representative layers of the
 // corpus (YOLOv8n at 640x640, MobileNetV3-style depthwise and pointwise
-// layers of PP-OCR, a Conv1d of silero VAD), 1 and 2 threads. GFLOP/s =
+// layers of PP-OCR, a Conv1d of silero VAD; of the generated corpus,
+// DeepLabV3's dilated ASPP, ConvNeXt's 7x7 depthwise and patchify stem,
+// SqueezeNet's fire modules and ResNet-50's layers), 1 and 2 threads. GFLOP/s =
 // 2 * N * K * (C/groups) * R * S * outH * outW / time.
 //
 // Columns: kiln (bias only), kiln+act (bias + the model's activation fused:
@@ -13,6 +15,8 @@
 // noisy shared machine penalizes all alike.
 //
 // Usage: conv_bench [--threads 1,2] [--repeats 5] [--filter substring]
+//                   [--isa portable|avx2|avx512] (kiln's; oneDNN's ISA can be
+//                   capped with DNNL_MAX_CPU_ISA=AVX2 for a like-for-like run)
 #include "kernels/conv.h"
 #include "runtime/thread_pool.h"
 
@@ -56,6 +60,21 @@ ConvShape conv(int64_t C, int64_t HW, int64_t K, int64_t k, int64_t stride, int6
   return s;
 }
 
+// A dilated "same" conv (DeepLabV3's ASPP: pad = dilation).
+ConvShape dilated(int64_t C, int64_t HW, int64_t K, int64_t dilation) {
+  ConvShape s = conv(C, HW, K, 3, 1);
+  s.dilationH = s.dilationW = dilation;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = dilation;
+  return s;
+}
+
+// An unpadded conv (SqueezeNet's stem).
+ConvShape valid(int64_t C, int64_t HW, int64_t K, int64_t k, int64_t stride) {
+  ConvShape s = conv(C, HW, K, k, stride);
+  s.padTop = s.padLeft = s.padBottom = s.padRight = 0;
+  return s;
+}
+
 ConvShape conv1d(int64_t C, int64_t L, int64_t K, int64_t k, int64_t stride) {
   ConvShape s = conv(C, 1, K, 1, stride);
   s.W = L, s.S = k, s.strideH = 1, s.padLeft = s.padRight = k / 2;
@@ -81,6 +100,36 @@ std::vector<Layer> layers() {
       {"dw 48 3x3 s1 @40", conv(48, 40, 48, 3, 1, 48), Act::kHardSwish},
       {"dw 96 5x5 s1 @40", conv(96, 40, 96, 5, 1, 96), Act::kHardSwish},
       {"conv1d 128->128 k3 L=512", conv1d(128, 512, 128, 3, 1), Act::kRelu},
+      // The generated corpus (torchvision at 224x224; DeepLabV3 at 256x256).
+      {"aspp 960->256 d12 @16", dilated(960, 16, 256, 12), Act::kRelu},
+      {"aspp 960->256 d24 @16", dilated(960, 16, 256, 24), Act::kRelu},
+      {"aspp 960->256 d36 @16", dilated(960, 16, 256, 36), Act::kRelu},
+      {"mbv3 dw 960 5x5 @7", conv(960, 7, 960, 5, 1, 960), Act::kHardSwish},
+      {"mbv3 dw 672 5x5 s2 @14", conv(672, 14, 672, 5, 2, 672), Act::kHardSwish},
+      {"cnxt dw 96 7x7 @56", conv(96, 56, 96, 7, 1, 96), Act::kRelu},
+      {"cnxt dw 192 7x7 @28", conv(192, 28, 192, 7, 1, 192), Act::kRelu},
+      {"cnxt dw 384 7x7 @14", conv(384, 14, 384, 7, 1, 384), Act::kRelu},
+      {"cnxt dw 768 7x7 @7", conv(768, 7, 768, 7, 1, 768), Act::kRelu},
+      {"cnxt 3->96 4x4 s4 @224", valid(3, 224, 96, 4, 4), Act::kRelu},
+      {"sqz 3->64 3x3 s2 @224", valid(3, 224, 64, 3, 2), Act::kRelu},
+      {"sqz 64->16 1x1 @55", conv(64, 55, 16, 1, 1), Act::kRelu},
+      {"sqz 16->64 1x1 @55", conv(16, 55, 64, 1, 1), Act::kRelu},
+      {"sqz 16->64 3x3 @55", conv(16, 55, 64, 3, 1), Act::kRelu},
+      {"sqz 32->128 3x3 @27", conv(32, 27, 128, 3, 1), Act::kRelu},
+      {"sqz 64->256 3x3 @13", conv(64, 13, 256, 3, 1), Act::kRelu},
+      {"r50 3->64 7x7 s2 @224", conv(3, 224, 64, 7, 2), Act::kRelu},
+      {"r50 64->64 1x1 @56", conv(64, 56, 64, 1, 1), Act::kRelu},
+      {"r50 64->64 3x3 @56", conv(64, 56, 64, 3, 1), Act::kRelu},
+      {"r50 64->256 1x1 @56", conv(64, 56, 256, 1, 1), Act::kRelu},
+      {"r50 256->128 1x1 @56", conv(256, 56, 128, 1, 1), Act::kRelu},
+      {"r50 128->128 3x3 s2 @56", conv(128, 56, 128, 3, 2), Act::kRelu},
+      {"r50 128->128 3x3 @28", conv(128, 28, 128, 3, 1), Act::kRelu},
+      {"r50 512->128 1x1 @28", conv(512, 28, 128, 1, 1), Act::kRelu},
+      {"r50 256->256 3x3 @14", conv(256, 14, 256, 3, 1), Act::kRelu},
+      {"r50 1024->256 1x1 @14", conv(1024, 14, 256, 1, 1), Act::kRelu},
+      {"r50 256->1024 1x1 @14", conv(256, 14, 1024, 1, 1), Act::kRelu},
+      {"r50 512->512 3x3 @7", conv(512, 7, 512, 3, 1), Act::kRelu},
+      {"r50 2048->512 1x1 @7", conv(2048, 7, 512, 1, 1), Act::kRelu},
   };
 }
 
@@ -168,7 +217,12 @@ int main(int argc, char **argv) {
   std::vector<int> threadCounts{1, 2};
   int repeats = 5;
   std::string filter;
+  kiln::kernels::GemmIsa isa = kiln::kernels::GemmIsa::kAuto;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--isa"))
+      for (auto candidate : {kiln::kernels::GemmIsa::kPortable, kiln::kernels::GemmIsa::kAvx2,
+                             kiln::kernels::GemmIsa::kAvx512})
+        if (!std::strcmp(argv[i + 1], kiln::kernels::gemmIsaName(candidate))) isa = candidate;
     if (!std::strcmp(argv[i], "--threads"))
       threadCounts = parseList(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--repeats"))
@@ -177,8 +231,8 @@ int main(int argc, char **argv) {
       filter = argv[i + 1];
   }
   using namespace kiln::kernels;
-  std::printf("kiln isa: %s\n", gemmIsaName(bestGemmIsa()));
-  std::printf("%-26s %3s %9s %8s %9s %9s %9s %8s %8s\n", "layer", "thr", "algo", "kiln", "kiln+act",
+  std::printf("kiln isa: %s\n", gemmIsaName(resolveGemmIsa(isa)));
+  std::printf("%-27s %3s %9s %8s %9s %9s %9s %8s %8s\n", "layer", "thr", "algo", "kiln", "kiln+act",
               "dnnl-nchw", "dnnl-blk", "vs nchw", "vs blk");
   for (int threads : threadCounts) {
     kiln::runtime::ThreadPool pool(threads);
@@ -198,7 +252,7 @@ int main(int argc, char **argv) {
       auto w = fill(size_t(s.K * (s.C / s.groups) * s.R * s.S));
       auto b = fill(size_t(s.K));
       std::vector<float> y(size_t(s.N * s.K * P));
-      PackedConv pc = PackedConv::pack(s, w.data(), b.data());
+      PackedConv pc = PackedConv::pack(s, w.data(), b.data(), isa);
       // The workspace must be 64-byte aligned.
       const size_t wsBytes = (pc.workspaceBytes(s, threads) + 127) / 64 * 64;
       std::unique_ptr<void, decltype(&std::free)> ws(std::aligned_alloc(64, wsBytes), &std::free);
@@ -218,7 +272,7 @@ int main(int argc, char **argv) {
       }
       const double flops =
           2.0 * double(s.N * s.K * (s.C / s.groups) * s.R * s.S) * double(P) * 1e-9;
-      std::printf("%-26s %3d %9s %8.1f %9.1f %9.1f %9.1f %7.0f%% %7.0f%%\n", layer.name, threads,
+      std::printf("%-27s %3d %9s %8.1f %9.1f %9.1f %9.1f %7.0f%% %7.0f%%\n", layer.name, threads,
                   convAlgoName(pc.algo()), flops / tk, flops / ts, flops / tp, flops / tb,
                   100 * tp / tk, 100 * tb / tk);
       std::fflush(stdout);

@@ -4,6 +4,7 @@
 #include "kernels/conv.h"
 
 #include "kernels/conv_kernels.h"
+#include "kernels/conv_taps.h"
 #include "kernels/gemm_driver.h"
 #include "runtime/thread_pool.h"
 
@@ -38,6 +39,7 @@ constexpr double kParallelFlops = 4e5;
 struct ConvIsaKernels {
   detail::PackBFn im2col;
   detail::DepthwiseFn depthwise;
+  void (*depthwiseChannels)(const detail::DepthwiseBlockArgs &) = nullptr; // optional
 };
 
 ConvIsaKernels convKernelsFor(GemmIsa isa) {
@@ -46,7 +48,7 @@ ConvIsaKernels convKernelsFor(GemmIsa isa) {
   case GemmIsa::kAvx512:
     return {detail::im2colPackAvx512, detail::depthwiseAvx512};
   case GemmIsa::kAvx2:
-    return {detail::im2colPackAvx2, detail::depthwiseAvx2};
+    return {detail::im2colPackAvx2, detail::depthwiseAvx2, detail::depthwiseChannelsAvx2};
 #endif
   default:
     return {detail::im2colPackPortable, detail::depthwisePortable};
@@ -196,6 +198,7 @@ PackedConv PackedConv::pack(const ConvShape &s, const float *weights, const floa
                          s.padTop == 0 && s.padLeft == 0 && s.padBottom == 0 && s.padRight == 0;
   pc.algo_ = pointwise ? ConvAlgo::kGemm1x1 : ConvAlgo::kGemm;
   const int64_t depth = Cg * taps;
+  if (pc.algo_ == ConvAlgo::kGemm) pc.windows_ = std::make_shared<detail::TapWindowPacks>();
   pc.groupWeights_.reserve(size_t(G));
   for (int64_t g = 0; g < G; ++g)
     pc.groupWeights_.push_back(
@@ -220,6 +223,20 @@ void PackedConv::run(const ConvShape &s, const float *x, float *y, const Epilogu
     runGemm(s, x, y, ep, workspace, p);
 }
 
+namespace {
+
+// One band of output rows of a run (conv_taps.h): its output columns [j0,
+// j1), GEMM depth, packed weights, im2col geometry (x is set per task) and
+// in-place B row offsets (null: pack every panel).
+struct GemmBand {
+  int64_t j0 = 0, j1 = 0, depth = 0, nc = 0;
+  const std::vector<PackedA> *packs = nullptr;
+  detail::Im2colSource src{};
+  const int32_t *offsets = nullptr;
+};
+
+} // namespace
+
 // Tasks: (image, group) units x column tiles x row splits. Column tiles are
 // whole NR panels of output pixels, at most one B block wide, and numerous
 // enough for >= 4 tasks per thread when the units alone are too few (batch
@@ -229,7 +246,8 @@ void PackedConv::run(const ConvShape &s, const float *x, float *y, const Epilogu
 // Tiles cost nothing extra: the weights are pre-packed and each tile packs
 // only its own columns. Row splits (output-channel blocks) only when even
 // one-panel tiles leave a thread idle: they make each thread pack the same
-// B panels.
+// B panels. A task's columns that cross bands of different tap windows run
+// as one GEMM per band.
 void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                          void *workspace, runtime::ThreadPool &pool) const {
   const detail::GemmKernels k = detail::gemmKernelsFor(isa_);
@@ -251,69 +269,113 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
   if (threads > 1 && units * tiles < threads)
     rowSplits = std::min(rows.count, ceilDiv(threads, units * tiles));
   const int64_t tasks = units * tiles * rowSplits;
+  const int64_t slotSize = slotFloats(ki, depth);
+
+  // Without padding every tap reads the input somewhere: one full band.
+  const detail::TapWindow full{0, s.R, 0, s.S};
+  detail::TapPlan plan;
+  plan.count = 1;
+  plan.bands[0] = {0, outH, full};
+  if (algo_ == ConvAlgo::kGemm && s.padTop + s.padLeft + s.padBottom + s.padRight > 0)
+    plan = detail::planTapBands(s);
 
   // In-place B rows (im2colDirect) need 32-bit offsets of every (c, r, s)
   // from the group's first input value; H and W may change per run.
-  const int64_t imH = algo_ == ConvAlgo::kGemm1x1 ? 1 : s.H;
-  const int64_t imW = algo_ == ConvAlgo::kGemm1x1 ? P : s.W;
   // Only for few row panels: each panel re-reads the B rows, which unpacked
   // are scattered over the channel planes (3 cache lines each, and planes a
   // power of two apart share L1 sets); packed once they are one compact
   // block. Measured: 2-3 panels (16-32 output channels) gain 20-70%, 10
   // panels (a 128-channel Conv1d) lose 25%.
-  const bool direct = ki.direct[1] && s.strideW == 1 && rows.count <= kMaxDirectPanels &&
-                      Cg * s.H * s.W < (int64_t(1) << 31);
+  const bool directOk = ki.direct[1] && s.strideW == 1 && rows.count <= kMaxDirectPanels &&
+                        Cg * s.H * s.W < (int64_t(1) << 31);
   thread_local std::vector<int32_t> tOffsets;
-  if (direct) {
-    tOffsets.resize(size_t(depth));
-    for (int64_t c = 0, k = 0; c < Cg; ++c)
-      for (int64_t r = 0; r < s.R; ++r)
-        for (int64_t t = 0; t < s.S; ++t, ++k)
-          tOffsets[size_t(k)] = int32_t(c * imH * imW + r * s.dilationH * imW + t * s.dilationW);
+  GemmBand bands[detail::TapPlan::kMaxBands];
+  int64_t offsetCount = 0;
+  for (int i = 0; i < plan.count; ++i) {
+    const detail::TapBand &tb = plan.bands[i];
+    const detail::TapWindow &w = tb.window;
+    GemmBand &b = bands[i];
+    b.j0 = tb.oh0 * outW, b.j1 = tb.oh1 * outW;
+    b.depth = Cg * w.rows() * w.cols();
+    if (w == full) {
+      b.packs = &groupWeights_;
+    } else {
+      // A reduced window and no pack yet: only pack() makes windows_, so a
+      // default-constructed PackedConv never gets here.
+      b.packs = &windows_->get(w, s, groupWeights_);
+    }
+    b.src = {nullptr,
+             s.H,
+             s.W,
+             outW,
+             w.rows(),
+             w.cols(),
+             s.strideH,
+             s.strideW,
+             s.dilationH,
+             s.dilationW,
+             s.padTop - w.r0 * s.dilationH,
+             s.padLeft - w.s0 * s.dilationW};
+    // A 1x1 window that reads pixel p for output p (kGemm1x1, or a dilated
+    // conv whose only live tap is the centre) reads X as the matrix [C x
+    // H*W]: one long row per channel, contiguous loads.
+    if (algo_ == ConvAlgo::kGemm1x1 ||
+        (w.rows() == 1 && w.cols() == 1 && s.strideH == 1 && s.strideW == 1 && b.src.padTop == 0 &&
+         b.src.padLeft == 0 && outH == s.H && outW == s.W))
+      b.src.H = 1, b.src.W = P, b.src.outW = P;
+    const int64_t kcs = detail::sliceDepth(b.depth, ki.kc);
+    b.nc = std::max<int64_t>(ki.nr, slotSize / kcs / ki.nr * ki.nr);
+    offsetCount += directOk ? b.depth : 0;
   }
-  const int32_t *offsets = tOffsets.data();
+  if (directOk) {
+    tOffsets.resize(size_t(offsetCount));
+    int32_t *o = tOffsets.data();
+    for (int i = 0; i < plan.count; ++i) {
+      const detail::Im2colSource &src = bands[i].src;
+      bands[i].offsets = o;
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t r = 0; r < src.R; ++r)
+          for (int64_t t = 0; t < src.S; ++t)
+            *o++ = int32_t(c * src.H * src.W + r * s.dilationH * src.W + t * s.dilationW);
+    }
+  }
 
-  const int64_t slotSize = slotFloats(ki, depth);
   runTasks(pool, threads, tasks, [&](int slot, int64_t t) {
     const int64_t unit = t / (tiles * rowSplits), n = unit / G, g = unit % G;
     const auto [c0, c1] = span(colPanels, tiles, t / rowSplits % tiles);
     const auto [r0, r1] = span(rows.count, rowSplits, t % rowSplits);
-    const int64_t j0 = c0 * ki.nr, cols = std::min(c1 * ki.nr, P) - j0;
-    if (cols <= 0 || r1 <= r0) return;
+    const int64_t j0 = c0 * ki.nr, j1 = std::min(c1 * ki.nr, P);
+    if (j1 <= j0 || r1 <= r0) return;
     float *bBuf =
         workspace ? static_cast<float *>(workspace) + slot * slotSize : tConvScratch.get(slotSize);
-
-    detail::Im2colSource src{x + (n * s.C + g * Cg) * s.H * s.W,
-                             s.H,
-                             s.W,
-                             outW,
-                             s.R,
-                             s.S,
-                             s.strideH,
-                             s.strideW,
-                             s.dilationH,
-                             s.dilationW,
-                             s.padTop,
-                             s.padLeft};
-    if (algo_ == ConvAlgo::kGemm1x1) src.H = imH, src.W = imW, src.outW = P;
     const ImageEpilogue epi(ep, n, s.K);
-
-    detail::GemmProblem prob;
-    prob.M = Kg, prob.N = P, prob.K = depth;
-    prob.a.packed = groupWeights_[size_t(g)].data();
-    prob.b.pack = ck.im2col, prob.b.ctx = &src;
-    if (direct) prob.b.direct = im2colDirect, prob.b.offsets = offsets;
-    prob.beta = 0.0f;
-    prob.c = y + (n * s.K + g * Kg) * P, prob.ldc = P;
-    prob.rowBias = bias_.empty() ? nullptr : bias_.data() + g * Kg;
-    prob.ops = epi.ops, prob.opCount = epi.count;
-    prob.epiRow0 = g * Kg;
-    detail::gemmBlock(prob, k, rows, r0, r1, j0, cols, roundUp(cols, ki.nr), nullptr, bBuf);
+    for (int i = 0; i < plan.count; ++i) {
+      const GemmBand &b = bands[i];
+      const int64_t lo = std::max(j0, b.j0), hi = std::min(j1, b.j1);
+      if (lo >= hi) continue;
+      detail::Im2colSource src = b.src;
+      src.x = x + (n * s.C + g * Cg) * s.H * s.W;
+      detail::GemmProblem prob;
+      prob.M = Kg, prob.N = P, prob.K = b.depth;
+      prob.a.packed = (*b.packs)[size_t(g)].data();
+      prob.b.pack = ck.im2col, prob.b.ctx = &src;
+      if (b.offsets) prob.b.direct = im2colDirect, prob.b.offsets = b.offsets;
+      prob.beta = 0.0f;
+      prob.c = y + (n * s.K + g * Kg) * P, prob.ldc = P;
+      prob.rowBias = bias_.empty() ? nullptr : bias_.data() + g * Kg;
+      prob.ops = epi.ops, prob.opCount = epi.count;
+      prob.epiRow0 = g * Kg;
+      detail::gemmBlock(prob, k, rows, r0, r1, lo, hi - lo, std::min(roundUp(hi - lo, ki.nr), b.nc),
+                        nullptr, bBuf);
+    }
   });
 }
 
 // Tasks: (image, output channel) planes, split into row blocks when there
-// are fewer than 4 per thread.
+// are fewer than 4 per thread. Planes narrower than two vectors (7x7,
+// 14x14) of a conv with one output per input channel go 8 channels per
+// task to the channel-vectorized kernel (conv_kernels.h), when the ISA has
+// one; a last partial group of channels takes the plane kernel.
 void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                               runtime::ThreadPool &pool) const {
   const ConvIsaKernels ck = convKernelsFor(isa_);
@@ -322,15 +384,8 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
   const int64_t planes = s.N * s.K, mult = s.K / s.C, taps = s.R * s.S;
   const double flops = 2.0 * double(planes) * double(taps) * double(P);
   const int64_t threads = flops < kParallelFlops ? 1 : pool.threads();
-  int64_t rowBlocks = 1;
-  if (threads > 1 && planes < 4 * threads) rowBlocks = std::min(outH, ceilDiv(4 * threads, planes));
-  const int64_t tasks = planes * rowBlocks;
 
-  runTasks(pool, threads, tasks, [&](int, int64_t t) {
-    const int64_t plane = t / rowBlocks, n = plane / s.K, k = plane % s.K;
-    const auto [oh0, oh1] = span(outH, rowBlocks, t % rowBlocks);
-    if (oh1 <= oh0) return;
-    const ImageEpilogue epi(ep, n, s.K);
+  auto planeArgs = [&](int64_t n, int64_t k, int64_t oh0, int64_t oh1, const ImageEpilogue &epi) {
     detail::DepthwiseArgs a;
     a.x = x + (n * s.C + k / mult) * s.H * s.W;
     a.y = y + (n * s.K + k) * P;
@@ -342,7 +397,44 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
     a.padLeft = s.padLeft;
     a.oh0 = oh0, a.oh1 = oh1;
     a.ops = epi.ops, a.opCount = epi.count, a.channel = k, a.epilogue = epiFn;
-    ck.depthwise(a);
+    return a;
+  };
+
+  detail::DepthwiseBlockArgs block{};
+  block.H = s.H, block.W = s.W, block.outH = outH, block.outW = outW;
+  block.R = s.R, block.S = s.S, block.strideH = s.strideH, block.strideW = s.strideW;
+  block.dilationH = s.dilationH, block.dilationW = s.dilationW;
+  block.padTop = s.padTop, block.padLeft = s.padLeft, block.epilogue = epiFn;
+  if (ck.depthwiseChannels && mult == 1 && s.C >= 8 && outW < 16 &&
+      taps <= detail::kChannelBlockTaps &&
+      detail::channelBlockRows(block) * detail::channelBlockCols(block) * 8 <=
+          detail::kChannelBlockFloats) {
+    const int64_t groups = ceilDiv(s.C, 8);
+    runTasks(pool, threads, s.N * groups, [&](int, int64_t t) {
+      const int64_t n = t / groups, c0 = t % groups * 8;
+      const ImageEpilogue epi(ep, n, s.K);
+      if (c0 + 8 > s.C) {
+        for (int64_t k = c0; k < s.C; ++k) ck.depthwise(planeArgs(n, k, 0, outH, epi));
+        return;
+      }
+      detail::DepthwiseBlockArgs b = block;
+      b.x = x + (n * s.C + c0) * s.H * s.W;
+      b.y = y + (n * s.K + c0) * P;
+      b.w = taps_.data() + c0 * taps;
+      b.bias = bias_.empty() ? nullptr : bias_.data() + c0;
+      b.ops = epi.ops, b.opCount = epi.count, b.channel0 = c0;
+      ck.depthwiseChannels(b);
+    });
+    return;
+  }
+
+  int64_t rowBlocks = 1;
+  if (threads > 1 && planes < 4 * threads) rowBlocks = std::min(outH, ceilDiv(4 * threads, planes));
+  runTasks(pool, threads, planes * rowBlocks, [&](int, int64_t t) {
+    const int64_t plane = t / rowBlocks, n = plane / s.K, k = plane % s.K;
+    const auto [oh0, oh1] = span(outH, rowBlocks, t % rowBlocks);
+    if (oh1 <= oh0) return;
+    ck.depthwise(planeArgs(n, k, oh0, oh1, ImageEpilogue(ep, n, s.K)));
   });
 }
 

@@ -1,6 +1,7 @@
 // The im2col micro-panel packer with AVX2 (NR = 16 columns per panel, two
-// ymm); the same segment scheme as conv_im2col_avx512.cpp, with maskload
-// (masked-off lanes read 0 and never fault) and shuffles for stride 2.
+// ymm); the same segment scheme and per-panel tables as
+// conv_im2col_avx512.cpp, with maskload (masked-off lanes read 0 and never
+// fault) and shuffles for stride 2.
 // Compiled with -mavx2 -mfma (see gemm_microkernel.h for why nothing else is
 // included).
 #include "kernels/conv_kernels.h"
@@ -86,22 +87,79 @@ __attribute__((always_inline)) inline void loadSegment(const Im2colSource &s, co
   }
 }
 
+// Windows up to this size get per-panel tables (below); larger ones (e.g. a
+// strided Conv1d STFT with 64 taps) compute masks per row.
+constexpr int kTableTaps = 8;
+
+// Per panel, segment g and window row r / column t: the input row's offset
+// (-1 in the padding), and the column offset and maskload masks of tap t
+// (2 vectors for stride 1, 4 for stride 2). They do not depend on the
+// channel, so each im2col row costs table lookups and masked loads only,
+// not a mask computation per row and segment (as conv_im2col_avx512.cpp).
+struct Tables {
+  int64_t rowOff[kNr][kTableTaps], colOff[kNr][kTableTaps];
+  __m256i mask[kNr][kTableTaps][4];
+};
+
+template <int SW> void fillTables(const Im2colSource &s, const Segment *seg, int nseg, Tables &tb) {
+  for (int g = 0; g < nseg; ++g) {
+    const int lane = seg[g].lane, len = seg[g].len;
+    for (int64_t r = 0; r < s.R; ++r) {
+      const int64_t ih = seg[g].ih + r * s.dilationH;
+      tb.rowOff[g][r] = ih >= 0 && ih < s.H ? ih * s.W : -1;
+    }
+    for (int64_t t = 0; t < s.S; ++t) {
+      const int64_t iw0 = seg[g].iw + t * s.dilationW;
+      tb.colOff[g][t] = iw0 - int64_t(lane) * SW;
+      // Element e of the run loaded from colOff is input column e - inLo,
+      // valid for e in [inLo, inLo + W); the segment's lanes want elements
+      // [SW * lane, ...) (stride 2: the even ones of them).
+      const int64_t inLo = int64_t(lane) * SW - iw0;
+      const int64_t lo = SW * lane > inLo ? SW * lane : inLo;
+      const int64_t want = SW == 1 ? lane + len : 2 * (lane + len) - 1;
+      const int64_t hi = want < inLo + s.W ? want : inLo + s.W;
+      for (int v = 0; v < SW * 2; ++v)
+        tb.mask[g][t][v] = lo < hi ? laneRange(lo, hi, 8 * v) : _mm256_setzero_si256();
+    }
+  }
+}
+
 template <int SW>
 void pack(const Im2colSource &s, int64_t p0, int64_t kc, int64_t j0, int64_t cols, float *dst) {
   Segment seg[kNr];
   const int64_t plane = s.H * s.W;
+  const bool tables = s.R <= kTableTaps && s.S <= kTableTaps && SW != 0;
+  Tables tb;
   for (int64_t q = 0; q * kNr < cols; ++q) {
     const int width = cols - q * kNr < kNr ? int(cols - q * kNr) : kNr;
     const int nseg = buildSegments(s, j0 + q * kNr, width, seg);
+    if (tables) fillTables<SW>(s, seg, nseg, tb);
     int64_t c = p0 / (s.R * s.S), r = p0 / s.S % s.R, t = p0 % s.S;
     const float *x = s.x + c * plane;
     for (int64_t k = 0; k < kc; ++k, dst += kNr) {
-      const int64_t rowOff = r * s.dilationH, colOff = t * s.dilationW;
       __m256 v0 = _mm256_setzero_ps(), v1 = _mm256_setzero_ps();
-      for (int g = 0; g < nseg; ++g) {
-        const int64_t ih = seg[g].ih + rowOff;
-        if (uint64_t(ih) >= uint64_t(s.H)) continue; // a padding row: zeros
-        loadSegment<SW>(s, x + ih * s.W, seg[g].iw + colOff, seg[g].lane, seg[g].len, v0, v1);
+      if (tables) {
+        for (int g = 0; g < nseg; ++g) {
+          if (tb.rowOff[g][r] < 0) continue; // a padding row: zeros
+          const float *base = x + tb.rowOff[g][r] + tb.colOff[g][t];
+          const __m256i *m = tb.mask[g][t];
+          if constexpr (SW == 1) {
+            v0 = _mm256_or_ps(v0, _mm256_maskload_ps(base, m[0]));
+            v1 = _mm256_or_ps(v1, _mm256_maskload_ps(base + 8, m[1]));
+          } else {
+            v0 = _mm256_or_ps(
+                v0, evens(_mm256_maskload_ps(base, m[0]), _mm256_maskload_ps(base + 8, m[1])));
+            v1 = _mm256_or_ps(v1, evens(_mm256_maskload_ps(base + 16, m[2]),
+                                        _mm256_maskload_ps(base + 24, m[3])));
+          }
+        }
+      } else {
+        const int64_t rowOff = r * s.dilationH, colOff = t * s.dilationW;
+        for (int g = 0; g < nseg; ++g) {
+          const int64_t ih = seg[g].ih + rowOff;
+          if (uint64_t(ih) >= uint64_t(s.H)) continue; // a padding row: zeros
+          loadSegment<SW>(s, x + ih * s.W, seg[g].iw + colOff, seg[g].lane, seg[g].len, v0, v1);
+        }
       }
       _mm256_store_ps(dst, v0);
       _mm256_store_ps(dst + 8, v1);

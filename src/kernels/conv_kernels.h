@@ -56,6 +56,40 @@ void depthwisePortable(const DepthwiseArgs &a);
 void depthwiseAvx2(const DepthwiseArgs &a);
 void depthwiseAvx512(const DepthwiseArgs &a);
 
+// Eight depthwise planes at once, vectorized over the channels: for small
+// planes (7x7, 14x14), where a vector along a row is mostly padding or a
+// partial tail. The 8 input planes are interleaved into a zero-padded
+// [rows][cols][8] buffer, every output pixel accumulates its taps as
+// 8-channel FMAs (8 pixels in flight), and the results are scattered back to
+// the planes; then the epilogue runs on each plane. Channel c reads plane
+// x + c*H*W, taps w + c*R*S, bias bias[c] (bias may be null), writes y +
+// c*outH*outW, and is row channel0 + c of the epilogue's output.
+struct DepthwiseBlockArgs {
+  const float *x;
+  float *y;
+  const float *w;
+  const float *bias;
+  int64_t H, W, outH, outW;
+  int64_t R, S, strideH, strideW, dilationH, dilationW, padTop, padLeft;
+  const EpilogueOp *ops;
+  int opCount;
+  int64_t channel0;
+  EpilogueFn epilogue;
+};
+// The path is for windows of at most kChannelBlockTaps taps whose buffer
+// (rows x cols x 8 floats) is at most kChannelBlockFloats.
+// Rows of the buffer from input row -padTop, columns from -padLeft: what
+// output rows [0, outH) and columns [0, roundUp(outW, 8)) read.
+inline int64_t channelBlockRows(const DepthwiseBlockArgs &a) {
+  return (a.outH - 1) * a.strideH + (a.R - 1) * a.dilationH + 1;
+}
+inline int64_t channelBlockCols(const DepthwiseBlockArgs &a) {
+  return ((a.outW + 7) / 8 * 8 - 1) * a.strideW + (a.S - 1) * a.dilationW + 1;
+}
+constexpr int64_t kChannelBlockFloats = int64_t(1) << 14; // 64 KiB
+constexpr int64_t kChannelBlockTaps = 64;
+void depthwiseChannelsAvx2(const DepthwiseBlockArgs &a);
+
 // Depthwise kernels run the epilogue on batches of finished rows holding >=
 // kEpilogueBatch values, so a narrow plane does not pay one call per row.
 constexpr int64_t kEpilogueBatch = 256;

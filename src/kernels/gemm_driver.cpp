@@ -154,10 +154,26 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
             packAPanel(ki, p.a.a, p.a.lda, p.a.trans, p.a.alpha, panels.start(i), panels.height(i),
                        pc, kc, aBuf + (panels.start(i) - rowBase) * kc);
         }
+        // One row (a GEMV: batch-1 MatMul heads, a transposed conv of one
+        // output pixel): kernels[1] keeps only 2 accumulators, one FMA
+        // chain per 8 columns, so it waits on FMA latency; row1x4 covers 4
+        // full panels with 8 chains (same order of sums, same results).
+        const bool oneRow = ki.row1x4 && g1 == g0 + 1 && panels.height(g0) == 1;
         for (int64_t q = 0; q < nPanels; ++q) {
           const int64_t col = jc + q * nr;
           const int64_t cols = std::min<int64_t>(nr, ncur - q * nr);
           const float *pbq = pb + q * nr * kc;
+          if (oneRow && q % 4 == 0 && ncur - q * nr >= 4 * nr) {
+            if (!p.b.packed && g0 == panel0)
+              p.b.pack(p.b.ctx, pc, kc, col, 4 * nr, nr, bBuf + q * nr * kc);
+            const int64_t row = panels.start(g0);
+            float *c = p.c + row * p.ldc + col;
+            ki.row1x4(kc, pa, pbq, c, beta, pc == 0 && p.rowBias ? p.rowBias + row : nullptr);
+            if (epilogue)
+              k.epilogue(p.ops, p.opCount, c, p.ldc, p.epiRow0 + row, p.epiCol0 + col, 1, 4 * nr);
+            q += 3;
+            continue;
+          }
           const float *direct = nullptr;
           if (p.b.direct && ki.direct[1] && cols == nr && !p.b.direct(p.b.ctx, col, nr, &direct))
             direct = nullptr;
@@ -172,11 +188,15 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
             float *c = p.c + row * p.ldc + col;
             const float *bias = pc == 0 && p.rowBias ? p.rowBias + row : nullptr;
             const float *pai = pa + (row - rowBase) * kc;
+            const bool fused = epilogue && !direct && ki.fused[h];
             if (direct)
               ki.direct[h](kc, pai, direct, p.b.offsets + pc, c, p.ldc, beta, bias);
+            else if (fused)
+              ki.fused[h](kc, pai, pbq, c, p.ldc, beta, cols, bias, p.ops, p.opCount,
+                          p.epiRow0 + row, p.epiCol0 + col);
             else
               ki.kernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias);
-            if (epilogue)
+            if (epilogue && !fused)
               k.epilogue(p.ops, p.opCount, c, p.ldc, p.epiRow0 + row, p.epiCol0 + col, h, cols);
           }
         }

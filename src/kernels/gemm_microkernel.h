@@ -7,6 +7,10 @@
 
 #include <cstdint>
 
+namespace kiln::kernels {
+struct EpilogueOp;
+}
+
 namespace kiln::kernels::detail {
 
 constexpr int kMaxMr = 16;
@@ -30,6 +34,21 @@ using MicroKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, flo
 using DirectKernelFn = void (*)(int64_t kc, const float *pa, const float *b, const int32_t *boff,
                                 float *c, int64_t ldc, float beta, const float *rowBias);
 
+// Like MicroKernelFn, then ops[0..opCount) (epilogue_impl.h) applied to
+// each finished value on its way to c, as element (row0 + i, col0 + j) of
+// the epilogue's output: the tile's last K slice with its epilogue in one
+// pass, without storing it, reloading it and calling the epilogue per tile
+// (which cost small-depth convs 25-55% on AVX2). Optional per ISA.
+using FusedKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
+                               float beta, int64_t cols, const float *rowBias,
+                               const EpilogueOp *ops, int opCount, int64_t row0, int64_t col0);
+
+// One row times 4 full, consecutive NR-column panels of packed B (panel
+// p at pb + p * NR * kc): c[j] = acc + beta * c[j] for j < 4 * NR, as
+// MicroKernelFn with h = 1 and rowBias[0]. Optional per ISA.
+using Row1KernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, float beta,
+                              const float *rowBias);
+
 // Packs h <= mr rows of a row-major (not transposed) A into one micro-panel:
 // dst[k*h + i] = alpha * a[i*lda + k] for i < h, k < kc. Optional: the
 // driver's scalar packing is used when null or when 32-bit offsets overflow.
@@ -41,6 +60,8 @@ struct GemmKernelInfo {
   MicroKernelFn kernels[kMaxMr + 1]; // kernels[h] computes h rows, 1 <= h <= mr
   PackAFn packA = nullptr;
   DirectKernelFn direct[kMaxMr + 1] = {}; // optional, as kernels
+  FusedKernelFn fused[kMaxMr + 1] = {};   // optional, as kernels
+  Row1KernelFn row1x4 = nullptr;          // optional
 };
 
 GemmKernelInfo gemmKernelPortable();

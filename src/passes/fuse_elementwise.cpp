@@ -87,14 +87,8 @@ class FuseElementwisePass : public Pass {
 public:
   std::string_view name() const override { return "fuse-elementwise"; }
   Expected<bool> run(Model &model) override {
-    std::vector<Graph *> graphs;
-    model.graph->walk([&](Graph &g) { graphs.push_back(&g); });
     bool changed = false;
-    for (Graph *g : graphs) {
-      // Fused regions are already groups; never fuse inside them.
-      if (g->parent() && g->name().rfind("fused.", 0) == 0) continue;
-      changed |= fuseGraph(*g);
-    }
+    for (Graph *g : fusion::graphsToFuse(*model.graph)) changed |= fuseGraph(*g);
     return changed;
   }
 };

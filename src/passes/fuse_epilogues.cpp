@@ -129,11 +129,8 @@ class FuseEpiloguesPass : public Pass {
 public:
   std::string_view name() const override { return "fuse-epilogues"; }
   Expected<bool> run(Model &model) override {
-    std::vector<Graph *> graphs;
-    model.graph->walk([&](Graph &g) { graphs.push_back(&g); });
     bool changed = false;
-    for (Graph *g : graphs) {
-      if (g->parent() && g->name().rfind("fused.", 0) == 0) continue;
+    for (Graph *g : fusion::graphsToFuse(*model.graph)) {
       std::vector<Node *> producers;
       for (auto &n : g->nodes())
         if (isFusableProducer(*n)) producers.push_back(n.get());

@@ -61,6 +61,15 @@ Graph &topOf(Graph &g) {
 
 } // namespace
 
+std::vector<Graph *> graphsToFuse(Graph &top) {
+  std::vector<Graph *> graphs{&top};
+  for (size_t i = 0; i < graphs.size(); ++i)
+    for (auto &n : graphs[i]->nodes())
+      if (n->op() != OpKind::Fused)
+        for (Graph *r : n->regions()) graphs.push_back(r);
+  return graphs;
+}
+
 Node *fuseNodes(Graph &graph, const std::vector<Node *> &nodes, const std::string &kind) {
   std::unordered_set<const Node *> inGroup(nodes.begin(), nodes.end());
   UseInfo uses(graph);

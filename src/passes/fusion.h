@@ -28,6 +28,10 @@ private:
   std::vector<Node *> none_;
 };
 
+// `top` and every region below it except those of Fused nodes (a fused
+// region is one kernel already: nothing is fused inside it), outer first.
+std::vector<Graph *> graphsToFuse(Graph &top);
+
 // Replaces `nodes` (in topological order, all in `graph`, none with
 // regions) by one Fused node of the given kind. Its inputs are the values
 // the group reads from outside (first use order), its outputs the values

@@ -20,6 +20,7 @@ std::unique_ptr<Pass> createRecognizeLayerNormPass();
 std::unique_ptr<Pass> createRecognizeGeluPass();
 std::unique_ptr<Pass> createRecognizeHardSwishPass();
 std::unique_ptr<Pass> createRecognizeSoftmaxPass();
+std::unique_ptr<Pass> createRecognizeAttentionPass();
 std::unique_ptr<Pass> createFuseEpiloguesPass();
 std::unique_ptr<Pass> createFuseElementwisePass();
 std::unique_ptr<Pass> createLegalizePrecisionPass();
@@ -41,6 +42,7 @@ const std::vector<PassFactory> &registry() {
       createRecognizeGeluPass,
       createRecognizeHardSwishPass,
       createRecognizeSoftmaxPass,
+      createRecognizeAttentionPass,
       createFuseEpiloguesPass,
       createFuseElementwisePass,
       createLegalizePrecisionPass,

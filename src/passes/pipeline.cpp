@@ -38,9 +38,12 @@ std::vector<std::string> pipelineForLevel(int level) {
   add({"recognize-layernorm", "recognize-gelu", "recognize-hardswish", "recognize-softmax"});
   add({"canonicalize", "fold-constants", "dce"});
   if (level == 2) return passes;
-  // -O3: fusion, once the graph is in its final op vocabulary. Epilogues
-  // first, so a conv claims its activation before elementwise chains form.
-  add({"fuse-epilogues", "fuse-elementwise"});
+  // -O3: fusion, once the graph is in its final op vocabulary. Attention
+  // first: its scale, mask add and softmax are elementwise and reduction
+  // nodes that the later fusions would otherwise split between them.
+  // Epilogues next, so a conv claims its activation before elementwise
+  // chains form.
+  add({"recognize-attention", "fuse-epilogues", "fuse-elementwise"});
   return passes;
 }
 

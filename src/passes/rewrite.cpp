@@ -113,6 +113,11 @@ Node *Rewriter::create(Graph &g, OpKind op, std::vector<Value *> inputs, std::st
   return n;
 }
 
+void Rewriter::track(Node &n) {
+  erased_.erase(&n); // see create()
+  addNodeUses(n);
+}
+
 Value *Rewriter::constant(Graph &g, Tensor t, std::string name) {
   Node *c = create(g, OpKind::Constant, {});
   Value *out = c->output(0);

@@ -89,6 +89,9 @@ public:
   // unnamed until replace() hands them a name, and untyped: set them.
   Node *create(Graph &g, OpKind op, std::vector<Value *> inputs, std::string name = "",
                int numOutputs = 1);
+  // Takes in a node a helper appended to `g` directly (one built with its
+  // regions, such as a Fused node), as create() does for the nodes it makes.
+  void track(Node &n);
   // A Constant node in `g` holding `t`, its output typed and named `name`.
   Value *constant(Graph &g, Tensor t, std::string name);
   void setInput(Node &n, int i, Value *v);

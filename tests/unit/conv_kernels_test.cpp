@@ -1,15 +1,16 @@
-// kernels::PackedConv against a plain float64 loop: 1x1, 3x3, 5x5, strides
-// 1/2/3, asymmetric pads, dilation 2, groups 1/2/C (depthwise, with a channel
-// multiplier too), odd sizes, batch 1 and 3, Conv1d, every epilogue kind,
-// explicit and thread-local workspaces, on every ISA this CPU supports, with
-// 1 and 2 threads.
+// kernels::PackedConv against a plain float64 loop: 1x1, 3x3, 5x5, 7x7, strides
+// 1/2/3, asymmetric pads, dilations 2-36 (dead taps), groups 1/2/C
+// (depthwise, with a channel multiplier too), odd sizes, batch 1 and 3, Conv1d, every epilogue
+// kind, explicit and thread-local workspaces, on every ISA this CPU supports, with 1 and 2 threads.
 #include "kernels/conv.h"
+#include "kernels/conv_taps.h"
 #include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -212,7 +213,31 @@ std::vector<ConvShape> shapes() {
       shape(1, 24, 33, 71, 24, 5, 5, 2, 2, 24),  // depthwise 5x5 s2, wide
       shape(1, 2, 5, 1100, 2, 3, 3, 1, 1, 2),    // depthwise, > 1024 columns
       shape(1, 2, 9, 2100, 2, 5, 5, 2, 2, 2),    // depthwise 5x5 s2, > 1024 columns
+      shape(1, 8, 30, 37, 8, 7, 7, 1, 3, 8),     // depthwise 7x7 (ConvNeXt)
+      shape(2, 4, 7, 7, 4, 7, 7, 1, 3, 4),       // depthwise 7x7 on a 7x7 map
+      shape(1, 3, 11, 1050, 3, 7, 7, 1, 3, 3),   // depthwise 7x7, > 1024 columns
+      shape(1, 5, 12, 19, 5, 7, 7, 2, 3, 5),     // depthwise 7x7 s2 (generic path)
+      // Small planes, 8 channels per vector (conv_kernels.h), with a
+      // partial last group of channels.
+      shape(2, 13, 7, 7, 13, 5, 5, 1, 2, 13),   // 5x5 on 7x7, 8 + 5 channels
+      shape(1, 16, 14, 14, 16, 3, 3, 2, 1, 16), // 3x3 s2 to 7x7
+      shape(1, 8, 7, 7, 8, 7, 7, 1, 3, 8),      // 7x7 on 7x7
+      shape(1, 9, 9, 11, 9, 3, 3, 1, 2, 9, 2),  // dilation 2
   };
+  // Dead taps (conv_taps.h): ASPP-style dilations on a small map (bands of
+  // tap rows; dilation 24 leaves the centre tap: a 1x1 read in place), a
+  // strided dilated conv, a padded 1x1 (rows reading only padding), 3x3 on
+  // 2x2 (two bands), and an 11x11 window with more windows than bands.
+  v.push_back(shape(1, 8, 16, 16, 12, 3, 3, 1, 12, 1, 12));
+  v.push_back(shape(1, 8, 16, 16, 20, 3, 3, 1, 24, 1, 24));
+  v.push_back(shape(2, 5, 16, 13, 7, 3, 3, 1, 36, 1, 36));
+  v.push_back(shape(1, 6, 9, 9, 10, 3, 3, 2, 8, 1, 8));
+  v.push_back(shape(1, 4, 3, 3, 5, 1, 1, 1, 2));
+  v.push_back(shape(1, 9, 2, 2, 11, 3, 3, 1, 1));
+  v.push_back(shape(1, 2, 3, 3, 3, 11, 11, 1, 10));
+  ConvShape asymDil = shape(1, 7, 5, 20, 9, 3, 3, 1, 0, 1, 6);
+  asymDil.padTop = 6, asymDil.padBottom = 3, asymDil.padLeft = 1, asymDil.padRight = 12;
+  v.push_back(asymDil);
   ConvShape dwRect = shape(1, 4, 17, 30, 4, 3, 3, 1, 1, 4);
   dwRect.strideW = 2, dwRect.dilationH = 2, dwRect.padTop = 2;
   v.push_back(dwRect);
@@ -299,7 +324,8 @@ TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
   // The weights fix C, K, R, S, strides, pads and groups; N, H, W vary.
   runtime::ThreadPool pool(2);
   for (GemmIsa isa : supportedIsas()) {
-    for (ConvShape s : {shape(1, 8, 9, 9, 12, 3, 3, 1, 1), shape(1, 8, 9, 9, 8, 3, 3, 2, 1, 8)}) {
+    for (ConvShape s : {shape(1, 8, 9, 9, 12, 3, 3, 1, 1), shape(1, 8, 9, 9, 8, 3, 3, 2, 1, 8),
+                        shape(1, 8, 16, 16, 12, 3, 3, 1, 12, 1, 12)}) {
       check(s, true, 2, isa, pool, true);
       s.N = 2, s.H = 17, s.W = 6;
       check(s, true, 3, isa, pool, false);
@@ -307,6 +333,51 @@ TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
       check(s, true, 1, isa, pool, true);
       if (HasFatalFailure()) return;
     }
+  }
+}
+
+TEST(ConvKernel, DeadTapPlanKeepsOnlyTapsThatReadTheInput) {
+  using detail::planTapBands;
+  // Dilation 24 on 16x16: only the centre tap reads the input.
+  detail::TapPlan p = planTapBands(shape(1, 8, 16, 16, 8, 3, 3, 1, 24, 1, 24));
+  ASSERT_EQ(p.count, 1);
+  EXPECT_EQ(p.bands[0].oh0, 0);
+  EXPECT_EQ(p.bands[0].oh1, 16);
+  EXPECT_EQ(p.bands[0].window, (detail::TapWindow{1, 2, 1, 2}));
+  // Dilation 12: rows 0-3 also read the bottom tap row, rows 12-15 the top.
+  p = planTapBands(shape(1, 8, 16, 16, 8, 3, 3, 1, 12, 1, 12));
+  ASSERT_EQ(p.count, 3);
+  EXPECT_EQ(p.bands[0].oh1, 4);
+  EXPECT_EQ(p.bands[0].window, (detail::TapWindow{1, 3, 0, 3}));
+  EXPECT_EQ(p.bands[1].oh1, 12);
+  EXPECT_EQ(p.bands[1].window, (detail::TapWindow{1, 2, 0, 3}));
+  EXPECT_EQ(p.bands[2].oh1, 16);
+  EXPECT_EQ(p.bands[2].window, (detail::TapWindow{0, 2, 0, 3}));
+  // An ordinary 3x3 conv: the border rows alone do not pay for bands.
+  p = planTapBands(shape(1, 8, 14, 14, 8, 3, 3, 1, 1));
+  ASSERT_EQ(p.count, 1);
+  EXPECT_EQ(p.bands[0].window, (detail::TapWindow{0, 3, 0, 3}));
+  // A padded 1x1: the rows reading only padding join their neighbours.
+  p = planTapBands(shape(1, 8, 3, 3, 8, 1, 1, 1, 2));
+  ASSERT_EQ(p.count, 1);
+  EXPECT_EQ(p.bands[0].oh1, 7);
+  EXPECT_EQ(p.bands[0].window, (detail::TapWindow{0, 1, 0, 1}));
+}
+
+TEST(ConvKernel, DeadTapBandsGiveTheSameBitsOnAnyThreadCount) {
+  // Tasks cut the output columns differently with 2 threads, so a band
+  // boundary falls inside a task; each output's sum must not depend on it.
+  const ConvShape s = shape(1, 16, 16, 16, 24, 3, 3, 1, 12, 1, 12);
+  std::mt19937 rng(3);
+  auto x = randomVector(size_t(s.C * s.H * s.W), rng);
+  auto w = randomVector(size_t(s.K * s.C * 9), rng);
+  for (GemmIsa isa : supportedIsas()) {
+    PackedConv conv = PackedConv::pack(s, w.data(), nullptr, isa);
+    std::vector<float> y1(size_t(s.K * 256)), y2(y1.size());
+    runtime::ThreadPool one(1), two(2);
+    conv.run(s, x.data(), y1.data(), {}, nullptr, &one);
+    conv.run(s, x.data(), y2.data(), {}, nullptr, &two);
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << gemmIsaName(isa);
   }
 }
 

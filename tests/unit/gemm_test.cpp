@@ -135,6 +135,10 @@ std::vector<Case> shapes() {
   cases.push_back({20, 40, 10, false, false, 0.0f, 2.0f});             // alpha == 0
   cases.push_back({257, 70, 513, false, false, 1.0f, 0.0f, true, true});
   cases.push_back({30, 50, 700, false, false, 1.0f, 0.0f, false, true, true});
+  // One row over >= 4 full panels (row1x4): K slices, beta, column and row
+  // bias, ReLU; then transposed A with a row bias.
+  cases.push_back({1, 150, 600, false, true, 1.0f, 0.5f, true, true, true});
+  cases.push_back({1, 64, 40, true, false, 1.0f, 0.0f, false, false, true});
   return cases;
 }
 

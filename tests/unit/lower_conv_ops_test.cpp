@@ -242,6 +242,41 @@ TEST(LowerConvOps, ConvMicrokernelTakesSamePaddingOverStaticDims) {
   }
 }
 
+TEST(LowerConvOps, ConvMicrokernelWithFewOutputPixelsRunsTransposed) {
+  // <= 8 output pixels take Y^T = im2col(X)^T * W^T (conv_step.h): a
+  // squeeze-excitation 1x1 conv on a 1x1 map (X^T read in place) with a
+  // fused residual and activation, a padded 3x3 on a 2x2 map (im2col), in
+  // batches of 1 and 3; the same model on a larger map takes the packed
+  // conv.
+  const Tensor w1 = randomTensor(DType::F32, {24, 40, 1, 1}, 81);
+  const Tensor b1 = randomTensor(DType::F32, {24}, 82);
+  const std::string se = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n,40,h,w], %r: "
+                         "f32[n,24,h,w]) -> (%y) {\n  %w = Constant() {value = " +
+                         dense(w1) + "} : f32[24,40,1,1]\n  %b = Constant() {value = " + dense(b1) +
+                         "} : f32[24]\n" +
+                         "  %c = Conv(%x, %w, %b) : f32[n,24,h,w]\n"
+                         "  %a = Add(%c, %r) : f32[n,24,h,w]\n"
+                         "  %y = HardSigmoid(%a) : f32[n,24,h,w]\n}";
+  for (auto [n, hw] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {2, 2}, {1, 5}}) {
+    SCOPED_TRACE(::testing::Message() << "n" << n << " " << hw << "x" << hw);
+    expectArtifactMatchesInterpreter(se,
+                                     {randomTensor(DType::F32, {n, 40, hw, hw}, 83 + n),
+                                      randomTensor(DType::F32, {n, 24, hw, hw}, 84 + n)},
+                                     f32Tolerance());
+  }
+  const std::string model = constantConvModel("  %y = Relu(%c) : f32[n,4,h,w]",
+                                              "pads = [1, 1, 1, 1]", "f32[n,4,h,w]", "3");
+  const std::string small =
+      std::string(model).replace(model.find("f32[n,3,8,8]"), 12, "f32[n,3,h,w]");
+  for (auto [n, hw] : {std::pair<int64_t, int64_t>{1, 2}, {3, 2}, {2, 1}, {1, 6}}) {
+    SCOPED_TRACE(::testing::Message() << "3x3 n" << n << " " << hw << "x" << hw);
+    expectArtifactMatchesInterpreter(small,
+                                     {randomTensor(DType::F32, {n, 3, hw, hw}, 90 + n),
+                                      randomTensor(DType::F32, {n, 4, hw, hw}, 91 + n)},
+                                     f32Tolerance());
+  }
+}
+
 TEST(LowerConvOps, MatMulMicrokernelGeneralVariantWithFusedEpilogue) {
   const Tensor w = randomTensor(DType::F32, {5, 7}, 70), b = randomTensor(DType::F32, {7}, 71);
   const std::string model = "kiln.model opsets {\"\" = 19}\ngraph @g(%x: f32[n,2,5]) -> (%y) {\n"

@@ -57,8 +57,8 @@ TEST(PassRegistry, ListsEveryPassByItsName) {
   EXPECT_EQ(allPassNames(), (std::vector<std::string>{
                                 "decompose", "canonicalize", "fold-constants", "cse", "dce",
                                 "fuse-batchnorm", "recognize-layernorm", "recognize-gelu",
-                                "recognize-hardswish", "recognize-softmax", "fuse-epilogues",
-                                "fuse-elementwise", "legalize-precision"}));
+                                "recognize-hardswish", "recognize-softmax", "recognize-attention",
+                                "fuse-epilogues", "fuse-elementwise", "legalize-precision"}));
   for (const std::string &name : allPassNames()) EXPECT_EQ(findPass(name)->name(), name);
   EXPECT_EQ(findPass("no-such-pass"), nullptr);
 }
@@ -367,6 +367,19 @@ TEST(RecognizeSoftmax, RecognizesSoftmax) {
 }
 TEST(RecognizeSoftmax, DoesNotRecognizeOtherReductions) {
   expectPassOutput("recognize-softmax", "does_not_recognize_other_reductions");
+}
+
+TEST(RecognizeAttention, RecognizesMultiHeadAttentionWithPaddingMask) {
+  expectPassOutput("recognize-attention", "recognizes_multi_head_attention_with_padding_mask");
+}
+TEST(RecognizeAttention, Recognizes3dAttentionWithScaledQuery) {
+  expectPassOutput("recognize-attention", "recognizes_3d_attention_with_scaled_query");
+}
+TEST(RecognizeAttention, RecognizesAttentionOfUnknownShapesWithRowMaxShift) {
+  expectPassOutput("recognize-attention", "recognizes_attention_of_unknown_shapes_with_row_max_shift");
+}
+TEST(RecognizeAttention, DoesNotRecognizeOtherSoftmaxChains) {
+  expectPassOutput("recognize-attention", "does_not_recognize_other_softmax_chains");
 }
 
 TEST(LegalizePrecision, WidensConvAndFoldsF16Weights) {

@@ -1,8 +1,11 @@
 #include "backend/cpu/compiler.h"
 
+#include "runtime/cpu/attention_step.h"
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/conv_transpose_step.h"
 #include "runtime/cpu/copy_steps.h"
+#include "runtime/cpu/int_conv_step.h"
+#include "runtime/cpu/int_matmul_step.h"
 #include "runtime/cpu/loop_steps.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
@@ -21,6 +24,7 @@
 #include "lower/elementwise_ops.h"
 #include "lower/ops.h"
 #include "runtime/cpu/dispatch_step.h"
+#include "passes/attention_region.h"
 #include "passes/pipeline.h"
 #include "passes/rewrite.h"
 
@@ -98,6 +102,8 @@ private:
   bool tryMicrokernel(Scope &scope, const Node &node);
   bool tryReduction(Scope &scope, const Node &node);
   bool tryPrecompute(Scope &scope, const Node &node);
+  bool tryAttention(Scope &scope, const Node &node);
+  Status addRegionInline(Scope &scope, const Node &node);
   // The node's Kernel IR lowering (lower/ops.h) as a dispatch step over
   // the given slots; an error is a form the lowering does not cover.
   Expected<std::unique_ptr<DispatchStep>> lowerToDispatch(Scope &scope, const Node &node,
@@ -437,7 +443,15 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   }
   std::unique_ptr<Step> step;
   const int out = scope.program->numSlots; // the slot newSlot() gives next
-  if (node.op() == OpKind::MatMul || kind == "matmul") {
+  if (op == OpKind::MatMulInteger || op == OpKind::QLinearMatMul) {
+    auto s = IntMatMulStep::create(node, in, out);
+    if (!s.ok()) return false;
+    step = std::move(*s);
+  } else if (op == OpKind::ConvInteger || op == OpKind::QLinearConv) {
+    auto s = IntConvStep::create(node, in, out);
+    if (!s.ok()) return false;
+    step = std::move(*s);
+  } else if (node.op() == OpKind::MatMul || kind == "matmul") {
     auto s = MatMulStep::create(node, in, out);
     if (!s.ok()) return false;
     step = std::move(*s);
@@ -487,6 +501,46 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   scope.program->steps.push_back(std::move(step));
   ++stats_.microkernelSteps;
   return true;
+}
+
+// A Fused attention node on the flash-style kernel (runtime/cpu/
+// attention_step.h); false when its form or types are not the kernel's.
+bool ProgramBuilder::tryAttention(Scope &scope, const Node &node) {
+  if (node.op() != OpKind::Fused || node.getString("kind") != kAttentionKind) return false;
+  std::vector<int> in;
+  for (const Value *v : node.inputs()) {
+    auto s = v ? slotOf(scope, v) : Expected<int>(-1);
+    if (!s.ok()) return false;
+    in.push_back(*s);
+  }
+  auto step = AttentionStep::create(node, in, scope.program->numSlots);
+  if (!step.ok()) return false;
+  newSlot(scope, node.output(0));
+  scope.program->steps.push_back(std::move(*step));
+  ++stats_.microkernelSteps;
+  ++stats_.attentionSteps;
+  return true;
+}
+
+// A Fused node that no step takes whole (an attention region of a form or
+// dtype the kernel does not take) compiles as the nodes of its region, in
+// line: the region's inputs are the node's input slots, its outputs the
+// node's.
+Status ProgramBuilder::addRegionInline(Scope &scope, const Node &node) {
+  const Graph *body = node.getGraph("body");
+  if (body->inputs().size() != node.inputs().size() ||
+      body->outputs().size() != node.outputs().size())
+    return makeError(node.describe(), ": its region does not match its inputs and outputs");
+  for (size_t i = 0; i < body->inputs().size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(int slot, slotOf(scope, node.inputs()[i]));
+    scope.slots[body->inputs()[i]] = slot;
+  }
+  for (const auto &n : body->nodes()) KILN_RETURN_IF_ERROR(addNode(scope, *n));
+  for (size_t i = 0; i < body->outputs().size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(int slot, slotOf(scope, body->outputs()[i]));
+    if (node.outputs()[i]) scope.slots[node.outputs()[i]] = slot;
+  }
+  return Status::success();
 }
 
 // True when `node` is the ONNX node `name` or a Fused node containing it.
@@ -550,6 +604,8 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
   // dispatch as the general variant), the op's Kernel IR dispatch, a host
   // op.
   if (tryMicrokernel(scope, node)) return Status::success();
+  if (node.op() == OpKind::Fused && node.getString("kind") == kAttentionKind)
+    return tryAttention(scope, node) ? Status::success() : addRegionInline(scope, node);
   if (!generalOnly_ && tryElementwise(scope, node)) return Status::success();
   if (!generalOnly_ && tryReduction(scope, node)) return Status::success();
   std::vector<int> in;
@@ -629,7 +685,8 @@ bool hasMicrokernelStep(OpKind op) {
   switch (op) {
   case OpKind::MatMul: case OpKind::Conv: case OpKind::ConvTranspose: case OpKind::MaxPool:
   case OpKind::AveragePool: case OpKind::GlobalAveragePool: case OpKind::GlobalMaxPool:
-  case OpKind::LSTM:
+  case OpKind::LSTM: case OpKind::MatMulInteger: case OpKind::QLinearMatMul:
+  case OpKind::ConvInteger: case OpKind::QLinearConv:
     return true;
   default:
     return false;

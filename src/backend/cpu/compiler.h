@@ -48,6 +48,8 @@ struct CompileOptions {
 struct CompileStats {
   double passesMs = 0, loweringMs = 0, codegenMs = 0;
   int steps = 0, generatedKernels = 0, microkernelSteps = 0, copySteps = 0, hostSteps = 0;
+  // Of the microkernel steps: attentions on the flash kernel, each one step.
+  int attentionSteps = 0;
   // Specialized steps over shapes the graph does not fully know (an
   // unknown rank) whose op's lowering could not make a general variant.
   int withoutGeneralVariant = 0;

@@ -10,6 +10,8 @@
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/conv_transpose_step.h"
 #include "runtime/cpu/copy_steps.h"
+#include "runtime/cpu/int_conv_step.h"
+#include "runtime/cpu/int_matmul_step.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
 #include "runtime/cpu/pool_step.h"
@@ -107,6 +109,65 @@ std::optional<std::vector<int64_t>> samePads(const std::string &autoPad, const V
 
 } // namespace
 
+namespace {
+
+// The geometry of a Conv, ConvInteger or QLinearConv node `conv` with data
+// input x and weights of shape wShape ([K, C/groups, (R,) S]) into cs (the
+// weight-side fields; N, H, W are a stand-in that fits the kernel, each run
+// sets them); oneD for a Conv1d.
+Status convGeometry(const Node &conv, const Value *x, const Shape64 &wShape,
+                    kernels::ConvShape &cs, bool &oneD) {
+  if (wShape.size() != 3 && wShape.size() != 4) return Error{"only 1-D and 2-D convs"};
+  const std::string autoPad = conv.getString("auto_pad");
+  oneD = wShape.size() == 3;
+  const int spatial = oneD ? 1 : 2;
+  std::optional<std::vector<int64_t>> same;
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    same = samePads(autoPad, x, std::vector<int64_t>(wShape.begin() + 2, wShape.end()),
+                    intsOr(conv, "strides", std::vector<int64_t>(spatial, 1)),
+                    intsOr(conv, "dilations", std::vector<int64_t>(spatial, 1)));
+    if (!same) return Error{"auto_pad SAME_* over symbolic spatial dims"};
+  } else if (autoPad != "NOTSET" && autoPad != "VALID") {
+    return Error{"unknown auto_pad"};
+  }
+  cs.groups = conv.getInt("group");
+  cs.K = wShape[0];
+  cs.C = wShape[1] * cs.groups;
+  cs.R = oneD ? 1 : wShape[2];
+  cs.S = wShape.back();
+  std::vector<int64_t> strides = intsOr(conv, "strides", std::vector<int64_t>(spatial, 1));
+  std::vector<int64_t> dil = intsOr(conv, "dilations", std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> noPads(2 * spatial, 0);
+  std::vector<int64_t> pads =
+      same ? *same : autoPad == "VALID" ? noPads : intsOr(conv, "pads", noPads);
+  if (static_cast<int>(strides.size()) != spatial || static_cast<int>(dil.size()) != spatial ||
+      static_cast<int>(pads.size()) != 2 * spatial)
+    return Error{"conv attributes do not match its rank"};
+  if (oneD) {
+    cs.strideW = strides[0];
+    cs.dilationW = dil[0];
+    cs.padLeft = pads[0];
+    cs.padRight = pads[1];
+  } else {
+    cs.strideH = strides[0];
+    cs.strideW = strides[1];
+    cs.dilationH = dil[0];
+    cs.dilationW = dil[1];
+    cs.padTop = pads[0];
+    cs.padLeft = pads[1];
+    cs.padBottom = pads[2];
+    cs.padRight = pads[3];
+  }
+  // A stand-in spatial size that fits the kernel, so the shape is valid for
+  // packing; each run sets the real one.
+  cs.H = (cs.R - 1) * cs.dilationH + 1;
+  cs.W = (cs.S - 1) * cs.dilationW + 1;
+  if (!cs.valid()) return Error{"conv attributes are invalid"};
+  return Status::success();
+}
+
+} // namespace
+
 Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vector<int> inputSlots,
                                                      int outputSlot) {
   auto s = std::make_unique<ConvStep>();
@@ -130,52 +191,8 @@ Expected<std::unique_ptr<ConvStep>> ConvStep::create(const Node &node, std::vect
   if (w->rank() != 3 && w->rank() != 4) return Error{"only 1-D and 2-D convs"};
   const Value *x = conv->input(0);
   if (!x->type().isTensor() || x->type().dtype() != DType::F32) return Error{"conv input not f32"};
-  const std::string autoPad = conv->getString("auto_pad");
-  s->oneD_ = w->rank() == 3;
-  const int spatial = s->oneD_ ? 1 : 2;
-  std::optional<std::vector<int64_t>> same;
-  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-    same = samePads(autoPad, x, std::vector<int64_t>(w->shape().begin() + 2, w->shape().end()),
-                    intsOr(*conv, "strides", std::vector<int64_t>(spatial, 1)),
-                    intsOr(*conv, "dilations", std::vector<int64_t>(spatial, 1)));
-    if (!same) return Error{"auto_pad SAME_* over symbolic spatial dims"};
-  } else if (autoPad != "NOTSET" && autoPad != "VALID") {
-    return Error{"unknown auto_pad"};
-  }
+  KILN_RETURN_IF_ERROR(convGeometry(*conv, x, w->shape(), s->shape_, s->oneD_));
   kernels::ConvShape &cs = s->shape_;
-  cs.groups = conv->getInt("group");
-  cs.K = w->dim(0);
-  cs.C = w->dim(1) * cs.groups;
-  cs.R = s->oneD_ ? 1 : w->dim(2);
-  cs.S = w->dim(w->rank() - 1);
-  std::vector<int64_t> strides = intsOr(*conv, "strides", std::vector<int64_t>(spatial, 1));
-  std::vector<int64_t> dil = intsOr(*conv, "dilations", std::vector<int64_t>(spatial, 1));
-  const std::vector<int64_t> noPads(2 * spatial, 0);
-  std::vector<int64_t> pads =
-      same ? *same : autoPad == "VALID" ? noPads : intsOr(*conv, "pads", noPads);
-  if (static_cast<int>(strides.size()) != spatial || static_cast<int>(dil.size()) != spatial ||
-      static_cast<int>(pads.size()) != 2 * spatial)
-    return Error{"conv attributes do not match its rank"};
-  if (s->oneD_) {
-    cs.strideW = strides[0];
-    cs.dilationW = dil[0];
-    cs.padLeft = pads[0];
-    cs.padRight = pads[1];
-  } else {
-    cs.strideH = strides[0];
-    cs.strideW = strides[1];
-    cs.dilationH = dil[0];
-    cs.dilationW = dil[1];
-    cs.padTop = pads[0];
-    cs.padLeft = pads[1];
-    cs.padBottom = pads[2];
-    cs.padRight = pads[3];
-  }
-  // A stand-in spatial size that fits the kernel, so the shape is valid for
-  // packing; each run sets the real one.
-  cs.H = (cs.R - 1) * cs.dilationH + 1;
-  cs.W = (cs.S - 1) * cs.dilationW + 1;
-  if (!cs.valid()) return Error{"conv attributes are invalid"};
   if (node.op() == OpKind::Fused) {
     KILN_ASSIGN_OR_RETURN(s->plan_, planEpilogue(node, cs.K, /*rowChannels=*/true));
   }
@@ -209,6 +226,61 @@ Expected<std::unique_ptr<MatMulStep>> MatMulStep::create(const Node &node,
     if (!v || !v->type().isTensor() || v->type().dtype() != DType::F32)
       return Error{"matmul operands must be f32"};
   if (w && w->rank() == 2 && w->dtype() == DType::F32) s->weights_ = *w;
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+Expected<std::unique_ptr<IntMatMulStep>> IntMatMulStep::create(const Node &node,
+                                                               std::vector<int> inputSlots,
+                                                               int outputSlot) {
+  auto s = std::make_unique<IntMatMulStep>();
+  s->qlinear_ = node.op() == OpKind::QLinearMatMul;
+  if (!s->qlinear_ && node.op() != OpKind::MatMulInteger) return Error{"not an integer matmul"};
+  s->label_ = std::string(s->qlinear_ ? "qlinear-matmul " : "matmul-integer ") + node.describe();
+  s->in_ = std::move(inputSlots);
+  s->out_ = outputSlot;
+  int budget = kEvalNodes;
+  std::optional<Tensor> w = compileTimeValue(node.input(s->bInput()), budget);
+  if (!w || w->rank() != 2 || (w->dtype() != DType::U8 && w->dtype() != DType::I8))
+    return Error{"integer matmul needs constant 2-D u8/i8 weights"};
+  const Value *a = node.input(0);
+  if (!a || !a->type().isTensor() ||
+      (a->type().dtype() != DType::U8 && a->type().dtype() != DType::I8))
+    return Error{"integer matmul needs a u8/i8 A"};
+  // Forms that are known now never to fit the kernel go to the lowering.
+  auto staticCount = [&](int input) -> int64_t {
+    const Value *v = node.input(input);
+    if (!v || !v->type().isTensor() || !v->type().shape().isStatic()) return -1;
+    int64_t n = 1;
+    for (const Dim &d : v->type().shape().dims) n *= d.value();
+    return n;
+  };
+  if (staticCount(2) > 1) return Error{"per-row zero points of A"};
+  if (s->qlinear_ && w->dim(0) > 33025) return Error{"depth beyond exact i32 sums"};
+  s->weights_ = std::move(*w);
+  KILN_RETURN_IF_ERROR(s->prepare());
+  return s;
+}
+
+Expected<std::unique_ptr<IntConvStep>> IntConvStep::create(const Node &node,
+                                                           std::vector<int> inputSlots,
+                                                           int outputSlot) {
+  auto s = std::make_unique<IntConvStep>();
+  s->qlinear_ = node.op() == OpKind::QLinearConv;
+  if (!s->qlinear_ && node.op() != OpKind::ConvInteger) return Error{"not an integer conv"};
+  s->label_ = std::string(s->qlinear_ ? "qlinear-conv " : "conv-integer ") + node.describe();
+  int budget = kEvalNodes;
+  std::optional<Tensor> w = compileTimeValue(node.input(s->wInput()), budget);
+  if (!w || (w->dtype() != DType::U8 && w->dtype() != DType::I8))
+    return Error{"integer conv needs constant u8/i8 weights"};
+  const Value *x = node.input(0);
+  if (!x || !x->type().isTensor() ||
+      (x->type().dtype() != DType::U8 && x->type().dtype() != DType::I8))
+    return Error{"integer conv needs a u8/i8 input"};
+  KILN_RETURN_IF_ERROR(convGeometry(node, x, w->shape(), s->shape_, s->oneD_));
+  s->weights_ = std::move(*w);
+  s->in_ = std::move(inputSlots);
+  s->out_ = outputSlot;
   KILN_RETURN_IF_ERROR(s->prepare());
   return s;
 }

@@ -74,6 +74,9 @@ enum class StepKind : uint16_t {
   Loop = 16,
   Scan = 17,
   SequenceMap = 18,
+  IntMatMul = 19,
+  IntConv = 20,
+  Attention = 21,
 };
 
 class Step {

@@ -1,10 +1,13 @@
 #include "runtime/cpu/program_io.h"
 
+#include "runtime/cpu/attention_step.h"
 #include "runtime/cpu/conv_step.h"
 #include "runtime/cpu/conv_transpose_step.h"
 #include "runtime/cpu/copy_steps.h"
 #include "runtime/cpu/dispatch_step.h"
 #include "runtime/cpu/host_op_step.h"
+#include "runtime/cpu/int_conv_step.h"
+#include "runtime/cpu/int_matmul_step.h"
 #include "runtime/cpu/loop_steps.h"
 #include "runtime/cpu/lstm_step.h"
 #include "runtime/cpu/matmul_step.h"
@@ -75,6 +78,9 @@ void saveStepBody(const Step &step, Saver &s) {
   }
   case StepKind::Conv: return saveStep<ConvStep>(step, s);
   case StepKind::MatMul: return saveStep<MatMulStep>(step, s);
+  case StepKind::IntMatMul: return saveStep<IntMatMulStep>(step, s);
+  case StepKind::IntConv: return saveStep<IntConvStep>(step, s);
+  case StepKind::Attention: return saveStep<AttentionStep>(step, s);
   case StepKind::Pool: return saveStep<PoolStep>(step, s);
   case StepKind::ConvTranspose: return saveStep<ConvTransposeStep>(step, s);
   case StepKind::Lstm: return saveStep<LstmStep>(step, s);
@@ -249,6 +255,9 @@ std::unique_ptr<Step> loadStepBody(Loader &l, int depth) {
   }
   case StepKind::Conv: return loadPrepared<ConvStep>(l);
   case StepKind::MatMul: return loadPrepared<MatMulStep>(l);
+  case StepKind::IntMatMul: return loadPrepared<IntMatMulStep>(l);
+  case StepKind::IntConv: return loadPrepared<IntConvStep>(l);
+  case StepKind::Attention: return loadPrepared<AttentionStep>(l);
   case StepKind::Pool: return loadPrepared<PoolStep>(l);
   case StepKind::ConvTranspose: return loadPrepared<ConvTransposeStep>(l);
   case StepKind::Lstm: return loadPrepared<LstmStep>(l);

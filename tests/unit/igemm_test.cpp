@@ -1,0 +1,210 @@
+// kernels::igemm against an i64 reference: u8/i8 operands in all four
+// combinations, transposed sources, zero points per tensor, per row and per
+// column, pre-packed A or B, a panel source for B, the i32 and requantizing
+// finishers (against the interpreter's requantize<Q>), edge shapes (K not a
+// multiple of 4, K = 0, tiles cut at M and N), on every ISA this CPU runs,
+// with 1 and 2 threads.
+#include "kernels/igemm.h"
+
+#include "interp/kernels/quantize.h"
+#include "runtime/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kiln::kernels {
+namespace {
+
+enum class Source { kMatrix, kPackedA, kPackedB, kPanelSource };
+
+struct Case {
+  int64_t M, N, K;
+  bool aSigned, bSigned;
+  bool transA = false, transB = false;
+  bool zpPerRow = false, zpPerCol = false;
+};
+
+struct Operands {
+  std::vector<uint8_t> a, b; // raw bytes, padded strides
+  int64_t lda, ldb;
+  std::vector<int32_t> za, zb;
+};
+
+Operands makeOperands(const Case &c, std::mt19937 &rng) {
+  Operands o;
+  std::uniform_int_distribution<int> byte(0, 255);
+  const int64_t aRows = c.transA ? c.K : c.M, aCols = c.transA ? c.M : c.K;
+  const int64_t bRows = c.transB ? c.N : c.K, bCols = c.transB ? c.K : c.N;
+  o.lda = aCols + 3;
+  o.ldb = bCols + 5;
+  o.a.resize(size_t(std::max<int64_t>(1, aRows * o.lda)));
+  o.b.resize(size_t(std::max<int64_t>(1, bRows * o.ldb)));
+  for (auto &v : o.a) v = uint8_t(byte(rng));
+  for (auto &v : o.b) v = uint8_t(byte(rng));
+  auto zp = [&](bool isSigned) { return isSigned ? byte(rng) - 128 : byte(rng); };
+  o.za.resize(size_t(c.zpPerRow ? c.M : 1));
+  o.zb.resize(size_t(c.zpPerCol ? c.N : 1));
+  for (auto &z : o.za) z = zp(c.aSigned);
+  for (auto &z : o.zb) z = zp(c.bSigned);
+  return o;
+}
+
+int32_t valueOf(const std::vector<uint8_t> &m, int64_t ld, bool trans, bool isSigned, int64_t r,
+                int64_t col) {
+  const uint8_t v = m[size_t(trans ? col * ld + r : r * ld + col)];
+  return isSigned ? int32_t(int8_t(v)) : int32_t(v);
+}
+
+std::vector<int64_t> reference(const Case &c, const Operands &o) {
+  std::vector<int64_t> acc(size_t(c.M * c.N), 0);
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      int64_t s = 0;
+      const int32_t za = o.za[size_t(c.zpPerRow ? i : 0)], zb = o.zb[size_t(c.zpPerCol ? j : 0)];
+      for (int64_t k = 0; k < c.K; ++k)
+        s += int64_t(valueOf(o.a, o.lda, c.transA, c.aSigned, i, k) - za) *
+             (valueOf(o.b, o.ldb, c.transB, c.bSigned, k, j) - zb);
+      acc[size_t(i * c.N + j)] = s;
+    }
+  return acc;
+}
+
+struct PanelCtx {
+  Int8Matrix b;
+  int64_t K;
+};
+void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f, void *dst,
+               int32_t *sums) {
+  const PanelCtx &p = *static_cast<const PanelCtx *>(ctx);
+  igemmPackBPanel(p.b, p.K, j0, cols, f, dst, sums);
+}
+
+// Fills `p` for the case; the packed operands live in `keep`.
+void setUp(IgemmProblem &p, const Case &c, const Operands &o, Source src, IgemmIsa isa,
+           PackedInt8 &keep, PanelCtx &panel) {
+  p.M = c.M, p.N = c.N, p.K = c.K;
+  p.a = {o.a.data(), o.lda, c.aSigned, c.transA};
+  p.b = {o.b.data(), o.ldb, c.bSigned, c.transB};
+  p.isa = isa;
+  p.za = c.zpPerRow ? ZeroPoints{0, o.za.data()} : ZeroPoints{o.za[0], nullptr};
+  p.zb = c.zpPerCol ? ZeroPoints{0, o.zb.data()} : ZeroPoints{o.zb[0], nullptr};
+  if (src == Source::kPackedA) {
+    keep = PackedInt8::packA(c.M, c.K, p.a, isa);
+    p.packedA = &keep;
+  } else if (src == Source::kPackedB) {
+    keep = PackedInt8::packB(c.K, c.N, p.b, isa);
+    p.packedB = &keep;
+  } else if (src == Source::kPanelSource) {
+    panel = {p.b, c.K};
+    p.bSource = {packPanel, &panel};
+    p.bSourceSigned = c.bSigned;
+  }
+}
+
+std::string describe(const Case &c, Source src, IgemmIsa isa, int threads) {
+  return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+         (c.aSigned ? " A=i8" : " A=u8") + (c.bSigned ? " B=i8" : " B=u8") +
+         (c.transA ? " tA" : "") + (c.transB ? " tB" : "") + (c.zpPerRow ? " zaRow" : "") +
+         (c.zpPerCol ? " zbCol" : "") + " src=" + std::to_string(int(src)) + " " +
+         igemmIsaName(isa) + " threads=" + std::to_string(threads);
+}
+
+std::vector<IgemmIsa> isas() {
+  std::vector<IgemmIsa> out;
+  for (IgemmIsa isa : {IgemmIsa::kPortable, IgemmIsa::kAvx2, IgemmIsa::kAvx512Vnni})
+    if (igemmIsaSupported(isa)) out.push_back(isa);
+  return out;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},    {14, 32, 16}, {15, 33, 9},
+                               {29, 70, 64}, {64, 17, 130}, {100, 96, 3}, {5, 40, 0},
+                               {200, 45, 77}};
+  int n = 0;
+  for (const auto &s : shapes)
+    for (int types = 0; types < 4; ++types, ++n)
+      out.push_back({s[0], s[1], s[2], bool(types & 1), bool(types & 2), n % 3 == 1, n % 4 == 2,
+                     n % 2 == 0, n % 3 == 0});
+  return out;
+}
+
+TEST(Igemm, StoreI32MatchesReference) {
+  runtime::ThreadPool pool1(1), pool2(2);
+  for (IgemmIsa isa : isas())
+    for (const Case &c : cases())
+      for (Source src :
+           {Source::kMatrix, Source::kPackedA, Source::kPackedB, Source::kPanelSource})
+        for (runtime::ThreadPool *pool : {&pool1, &pool2}) {
+          std::mt19937 rng(uint32_t(c.M * 7 + c.N * 131 + c.K));
+          const Operands o = makeOperands(c, rng);
+          IgemmProblem p;
+          PackedInt8 keep;
+          PanelCtx panel;
+          setUp(p, c, o, src, isa, keep, panel);
+          p.pool = pool;
+          const int64_t ldo = c.N + 1;
+          std::vector<int32_t> out(size_t(c.M * ldo), 12345);
+          StoreI32 store{out.data(), ldo};
+          p.finish = storeI32(&store);
+          igemm(p);
+          const std::vector<int64_t> ref = reference(c, o);
+          const std::string what = describe(c, src, isa, pool->threads());
+          for (int64_t i = 0; i < c.M; ++i) {
+            for (int64_t j = 0; j < c.N; ++j)
+              ASSERT_EQ(out[size_t(i * ldo + j)], int32_t(ref[size_t(i * c.N + j)]))
+                  << what << " at " << i << "," << j;
+            ASSERT_EQ(out[size_t(i * ldo + c.N)], 12345) << what << ": wrote past N";
+          }
+        }
+}
+
+TEST(Igemm, RequantizeMatchesInterpreter) {
+  runtime::ThreadPool pool(2);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> scaleDist(1e-5f, 2e-3f);
+  std::uniform_int_distribution<int> biasDist(-20000, 20000);
+  for (IgemmIsa isa : isas())
+    for (const Case &c : cases())
+      for (bool outSigned : {false, true})
+        for (int scales : {0, 1, 2}) { // per tensor, per row, per column
+          std::mt19937 orng(uint32_t(c.M + c.N * 3 + c.K * 5));
+          const Operands o = makeOperands(c, orng);
+          IgemmProblem p;
+          PackedInt8 keep;
+          PanelCtx panel;
+          setUp(p, c, o, scales == 1 ? Source::kPackedA : Source::kPackedB, isa, keep, panel);
+          p.pool = &pool;
+          std::vector<float> scale(size_t(scales == 0 ? 1 : scales == 1 ? c.M : c.N));
+          for (float &s : scale) s = scaleDist(rng);
+          std::vector<int32_t> bias(size_t(c.M));
+          for (int32_t &b : bias) b = biasDist(rng);
+          const int32_t zp = outSigned ? 3 : 120;
+          // Stored transposed (colStride = M), as a conv's NCHW output is.
+          std::vector<uint8_t> out(size_t(c.M * c.N), 0);
+          Requantize rq{out.data(), 1, c.M, outSigned, zp, scale.data(), scales == 1,
+                        int64_t(scale.size()), bias.data(), true};
+          p.finish = requantize(&rq);
+          igemm(p);
+          const std::vector<int64_t> ref = reference(c, o);
+          const std::string what = describe(c, Source::kPackedB, isa, 2) +
+                                   (outSigned ? " out=i8" : " out=u8") + " scales=" +
+                                   std::to_string(scales);
+          for (int64_t i = 0; i < c.M; ++i)
+            for (int64_t j = 0; j < c.N; ++j) {
+              const float s = scale[size_t(scales == 0 ? 0 : scales == 1 ? i : j)];
+              const int64_t acc = ref[size_t(i * c.N + j)] + bias[size_t(i)];
+              const int expect = outSigned ? int(kiln::requantize<int8_t>(acc, s, zp, false))
+                                           : int(kiln::requantize<uint8_t>(acc, s, zp, false));
+              const uint8_t got = out[size_t(j * c.M + i)];
+              ASSERT_EQ(outSigned ? int(int8_t(got)) : int(got), expect)
+                  << what << " at " << i << "," << j << " acc " << acc;
+            }
+        }
+}
+
+} // namespace
+} // namespace kiln::kernels
