@@ -16,3 +16,6 @@ $work/kiln_kernel_tests --gtest_brief=1 2>&1 | tee $out/kernel_tests.log | tail 
 $work/gemm_bench --sizes 256,1024 --threads 1,2 --only int8 2>&1 | tee $out/gemm_int8.log
 $work/gemm_bench --sizes 256,1024 --threads 1,2 --only f32 2>&1 | tee $out/gemm_f32.log
 $work/conv_bench --threads 1 2>&1 | tee $out/conv.log | tail -40
+# The depthwise layers on the AVX2 kernels as well: which kernel wins on an
+# AVX-512 CPU, per shape (conv.cpp's convKernelsFor picks per ISA).
+$work/conv_bench --threads 1 --isa avx2 --filter dw 2>&1 | tee $out/conv_dw_avx2.log

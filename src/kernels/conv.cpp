@@ -46,7 +46,9 @@ ConvIsaKernels convKernelsFor(GemmIsa isa) {
   switch (isa) {
 #if defined(__x86_64__)
   case GemmIsa::kAvx512:
-    return {detail::im2colPackAvx512, detail::depthwiseAvx512};
+    // The 8-channel kernel has no 16-channel twin yet; on small planes it
+    // beats 16-column row vectors that are mostly padding (a 7x7 plane).
+    return {detail::im2colPackAvx512, detail::depthwiseAvx512, detail::depthwiseChannelsAvx2};
   case GemmIsa::kAvx2:
     return {detail::im2colPackAvx2, detail::depthwiseAvx2, detail::depthwiseChannelsAvx2};
 #endif

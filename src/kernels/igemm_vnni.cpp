@@ -14,6 +14,14 @@ namespace {
 constexpr int kMr = 14;
 constexpr int kNr = 32;
 
+// acc += a (u8) . b (i8), in place. Written as asm because GCC 12 does not
+// keep _mm512_dpbusd_epi32's accumulator in its register: with 28 of them
+// it copied each through another register and the stack on every k group
+// (104 stack accesses per 84 vpdpbusd; the kernel ran at 40 % of oneDNN's).
+__attribute__((always_inline)) inline void dpbusd(__m512i &acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
 template <int H>
 void kernel(int64_t k4, const void *pav, const void *pbv, int32_t *c, int64_t ldc, int64_t cols) {
   const uint8_t *pa = static_cast<const uint8_t *>(pav);
@@ -21,7 +29,6 @@ void kernel(int64_t k4, const void *pav, const void *pbv, int32_t *c, int64_t ld
   __m512i acc[H][2];
 #pragma GCC unroll 14
   for (int i = 0; i < H; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
-#pragma GCC unroll 2
   for (int64_t g = 0; g < k4; ++g) {
     const __m512i b0 = _mm512_load_si512(pb);
     const __m512i b1 = _mm512_load_si512(pb + 64);
@@ -31,8 +38,8 @@ void kernel(int64_t k4, const void *pav, const void *pbv, int32_t *c, int64_t ld
       int32_t a4;
       __builtin_memcpy(&a4, pa + 4 * i, 4);
       const __m512i a = _mm512_set1_epi32(a4);
-      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], a, b0);
-      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], a, b1);
+      dpbusd(acc[i][0], a, b0);
+      dpbusd(acc[i][1], a, b1);
     }
     pa += 4 * H;
     pb += 4 * kNr;
