@@ -177,11 +177,19 @@ __attribute__((always_inline)) inline __m256 tapColumns(const float *row, const 
 }
 
 // Through the epilogue, then stored: vector v of output row oh.
+// The epilogue of one vector, out of line: inlined, its switch over every
+// op kind was copied into each of the fast path's dozens of store sites
+// (600 KB of the runtime library); a call per 8 outputs costs little next
+// to their KS*KS FMAs.
+__attribute__((noinline)) __m256 epilogueVec(const DepthwiseArgs &a, __m256 acc, int64_t oh,
+                                             int64_t ow0, int lanes) {
+  return simd::applyOps<Avx2>(acc, a.ops, a.opCount, a.channel, oh * a.outW + ow0, lanes);
+}
+
 __attribute__((always_inline)) inline void storeVec(const DepthwiseArgs &a, __m256 acc, int64_t oh,
                                                     int64_t ow0, int lanes) {
   float *p = a.y + oh * a.outW + ow0;
-  if (a.opCount)
-    acc = simd::applyOps<Avx2>(acc, a.ops, a.opCount, a.channel, oh * a.outW + ow0, lanes);
+  if (a.opCount) acc = epilogueVec(a, acc, oh, ow0, lanes);
   Avx2::store(p, acc, lanes);
 }
 
@@ -209,7 +217,7 @@ rowBlock(const DepthwiseArgs &a, int64_t oh, const Vec *vecs, int64_t ow0, const
   for (int j = 0; j < RB; ++j)
 #pragma GCC unroll 4
     for (int c = 0; c < NV; ++c) acc[j][c] = bias;
-#pragma GCC unroll 13
+#pragma GCC unroll 1
   for (int i = 0; i < kSpan; ++i) {
     const int64_t ih = ih0 + i * dh;
     const float *row = ih >= 0 && ih < a.H ? a.x + ih * a.W : zeros;

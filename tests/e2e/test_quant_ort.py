@@ -12,6 +12,14 @@ then `kiln run OUT.kiln`). Integer outputs must be identical; float outputs
 too, up to REL_L2 (the float tail after the integer product is a few f32
 multiplies and adds, which kiln and ONNX Runtime both round per op).
 
+On a CPU without VNNI, ONNX Runtime multiplies u8 by i8 with vpmaddubsw,
+whose i16 pair sums saturate (its quantization docs say so; 255 * 127 * 2 >
+32767), so its results for the u8 x i8 models below are not the exact
+integer product there. On such a CPU those models' ONNX Runtime run is
+expected to differ (strict xfail), and kiln's compiled paths are compared
+with kiln's interpreter instead, whose integer product is exact and which
+matches ONNX Runtime bit for bit on VNNI CPUs.
+
 Environment: KILN_BIN (the kiln binary). Run with /usr/bin/python3 -m pytest.
 """
 
@@ -33,6 +41,21 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import quant_models  # noqa: E402
 
 CASES = quant_models.cases()
+# u8 activations x i8 weights with sums large enough to saturate an i16 pair.
+U8_TIMES_I8 = {"dyn_matmul_int8", "dyn_matmul_int8_percol", "qlinear_uint8"}
+
+
+def cpu_has_vnni():
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(line.split()))
+    except OSError:
+        pass
+    return True  # not x86 Linux: no saturating u8 x i8 kernel to expect
+
+
+ORT_EXACT_U8_TIMES_I8 = cpu_has_vnni()
 
 
 def run(cmd):
@@ -66,14 +89,23 @@ def models(tmp_path_factory):
 @pytest.mark.parametrize("way", ["interp", "cpu", "artifact"])
 @pytest.mark.parametrize("name,index",
                          [(n, i) for n, (_, sets) in CASES.items() for i in range(len(sets))])
-def test_matches_onnxruntime(name, index, way, models, tmp_path):
+def test_matches_onnxruntime(name, index, way, models, tmp_path, request):
     model, artifact = models[name]
     args = []
     for k, v in CASES[name][1][index].items():
         f = tmp_path / f"in_{k}.npy"
         np.save(f, v)
         args += ["--input", f"{k}={f}"]
+    reference = "ort"
+    if name in U8_TIMES_I8 and not ORT_EXACT_U8_TIMES_I8:
+        if way == "interp":
+            request.applymarker(pytest.mark.xfail(
+                strict=True, reason="ONNX Runtime's u8 x i8 without VNNI saturates i16 pair sums"))
+        else:
+            reference = "interp"
     run(["node", ORT_RUN, model, "--output-dir", tmp_path / "ort", "--threads", "1"] + args)
+    if reference == "interp":
+        run([KILN, "run", model, "--target", "interp", "--output-dir", tmp_path / "interp"] + args)
     if way == "artifact":
         run([KILN, "run", artifact, "--output-dir", tmp_path / "kiln"] + args)
     else:
@@ -81,7 +113,7 @@ def test_matches_onnxruntime(name, index, way, models, tmp_path):
     manifest = json.loads((tmp_path / "ort" / "manifest.json").read_text())["outputs"]
     assert manifest, "onnxruntime produced no outputs"
     for out in manifest:
-        ref = np.load(tmp_path / "ort" / out["file"])
+        ref = np.load(tmp_path / reference / out["file"])
         got = np.load(tmp_path / "kiln" / out["file"])
         assert got.shape == ref.shape, f"{out['name']}: shape {got.shape} vs {ref.shape}"
         assert got.dtype == ref.dtype, f"{out['name']}: dtype {got.dtype} vs {ref.dtype}"
