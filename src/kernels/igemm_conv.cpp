@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -25,34 +26,55 @@ struct Segment {
   int j0, len; // panel columns [j0, j0 + len)
 };
 
-// Fills row[j0 .. j0 + len) for tap (c, r, s) over one segment with the
-// shifted input bytes (padding: the shifted pad value).
-void gatherTap(const Int8ConvSource &src, const Segment &seg, int64_t c, int64_t r, int64_t s,
-               uint8_t flip, uint8_t *row) {
-  const ConvShape &cs = src.shape;
-  const uint8_t pad = src.padValue ^ flip;
-  uint8_t *out = row + seg.j0;
-  const int64_t ih = seg.oh * cs.strideH - cs.padTop + r * cs.dilationH;
-  if (ih < 0 || ih >= cs.H) {
-    std::memset(out, pad, size_t(seg.len));
-    return;
-  }
-  const uint8_t *in = src.x + (c * cs.H + ih) * cs.W;
+// The column geometry of one segment for one kernel column s: pixels t in
+// [lo, hi) read input column iw0 + t * strideW, the others are padding.
+// The same for every channel and kernel row, so it is worked out once per
+// panel (the divisions took a third of a small-K conv's packing).
+struct SegmentColumns {
+  int64_t iw0;
+  int lo, hi;
+};
+
+SegmentColumns segmentColumns(const ConvShape &cs, const Segment &seg, int64_t s) {
   const int64_t iw0 = seg.ow0 * cs.strideW - cs.padLeft + s * cs.dilationW;
   const int64_t sw = cs.strideW;
-  // Pixels t with 0 <= iw0 + t * sw < W read the input.
   int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
   int64_t hi = iw0 >= cs.W ? 0 : (cs.W - iw0 + sw - 1) / sw;
   lo = std::min<int64_t>(lo, seg.len);
   hi = std::clamp<int64_t>(hi, lo, seg.len);
-  std::memset(out, pad, size_t(lo));
-  if (sw == 1) {
-    const uint8_t *p = in + iw0;
-    for (int64_t t = lo; t < hi; ++t) out[t] = p[t] ^ flip;
-  } else {
-    for (int64_t t = lo; t < hi; ++t) out[t] = in[iw0 + t * sw] ^ flip;
+  return {iw0, int(lo), int(hi)};
+}
+
+// Fills row[j0 .. j0 + len) for tap (c, r, s) over one segment with the
+// shifted input bytes (padding: the shifted pad value); `in` is input row
+// ih of channel c, null when ih lies in the padding.
+void gatherTap(const ConvShape &cs, const Segment &seg, const SegmentColumns &g, const uint8_t *in,
+               uint8_t flip, uint8_t pad, uint8_t *row) {
+  const int64_t sw = cs.strideW;
+  uint8_t *out = row + seg.j0;
+  if (!in) {
+    std::memset(out, pad, size_t(seg.len));
+    return;
   }
-  std::memset(out + hi, pad, size_t(seg.len - hi));
+  std::memset(out, pad, size_t(g.lo));
+  if (sw == 1) {
+    const uint8_t *p = in + g.iw0;
+    for (int t = g.lo; t < g.hi; ++t) out[t] = p[t] ^ flip;
+  } else {
+    int t = g.lo;
+#if defined(__SSE2__)
+    if (sw == 2) { // 8 outputs from 16 input bytes: their even bytes
+      const __m128i evens = _mm_set1_epi16(0x00FF), flips = _mm_set1_epi8(char(flip));
+      for (; t + 8 <= g.hi && g.iw0 + 2 * t + 16 <= cs.W; t += 8) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + g.iw0 + 2 * t));
+        const __m128i even = _mm_packus_epi16(_mm_and_si128(v, evens), _mm_setzero_si128());
+        _mm_storel_epi64(reinterpret_cast<__m128i *>(out + t), _mm_xor_si128(even, flips));
+      }
+    }
+#endif
+    for (; t < g.hi; ++t) out[t] = in[g.iw0 + t * sw] ^ flip;
+  }
+  std::memset(out + g.hi, pad, size_t(seg.len - g.hi));
 }
 
 // dst[4 * j + t] = rows[t][j] for j < nr (nr a multiple of 8): four k of
@@ -114,6 +136,12 @@ void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f,
     segs[nseg++] = {oh, ow, j, len};
     j += len;
   }
+  thread_local std::vector<SegmentColumns> columns; // [segment][s]
+  columns.resize(size_t(nseg * cs.S));
+  for (int g = 0; g < nseg; ++g)
+    for (int64_t sIdx = 0; sIdx < cs.S; ++sIdx)
+      columns[size_t(g * cs.S + sIdx)] = segmentColumns(cs, segs[g], sIdx);
+  const uint8_t pad = src.padValue ^ flip;
   std::fill(colSums, colSums + nr, 0);
   alignas(16) uint8_t rows[4][kMaxNr];
   for (auto &row : rows) std::memset(row, 0, sizeof(row)); // columns >= cols stay 0
@@ -121,15 +149,23 @@ void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f,
   // (the packed depth is a multiple of 4 for both).
   int8_t *bytes = static_cast<int8_t *>(dstv);
   int16_t *wide = static_cast<int16_t *>(dstv);
+  int64_t c = 0, r = 0, sCol = 0; // tap k = (c * R + r) * S + sCol, advanced per k
   for (int64_t k0 = 0; k0 < depth; k0 += 4) {
     for (int t = 0; t < 4; ++t) {
-      const int64_t k = k0 + t;
-      if (k >= depth) {
+      if (k0 + t >= depth) {
         std::memset(rows[t], 0, size_t(nr));
         continue;
       }
-      const int64_t c = k / taps, r = (k % taps) / cs.S, s = k % cs.S;
-      for (int g = 0; g < nseg; ++g) gatherTap(src, segs[g], c, r, s, flip, rows[t]);
+      const uint8_t *plane = src.x + c * cs.H * cs.W;
+      for (int g = 0; g < nseg; ++g) {
+        const int64_t ih = segs[g].oh * cs.strideH - cs.padTop + r * cs.dilationH;
+        const uint8_t *in = ih >= 0 && ih < cs.H ? plane + ih * cs.W : nullptr;
+        gatherTap(cs, segs[g], columns[size_t(g * cs.S + sCol)], in, flip, pad, rows[t]);
+      }
+      if (++sCol == cs.S) {
+        sCol = 0;
+        if (++r == cs.R) r = 0, ++c;
+      }
     }
     if (f.elemBytes == 1) {
       interleave4(rows, nr, bytes);

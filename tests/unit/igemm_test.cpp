@@ -3,8 +3,10 @@
 // column, pre-packed A or B, a panel source for B, the i32 and requantizing
 // finishers (against the interpreter's requantize<Q>), edge shapes (K not a
 // multiple of 4, K = 0, tiles cut at M and N), on every ISA this CPU runs,
-// with 1 and 2 threads.
+// with 1 and 2 threads; and the 8-bit conv's im2col panel source
+// (igemm_conv.h) against a direct convolution.
 #include "kernels/igemm.h"
+#include "kernels/igemm_conv.h"
 
 #include "interp/kernels/quantize.h"
 #include "runtime/thread_pool.h"
@@ -121,9 +123,9 @@ std::vector<IgemmIsa> isas() {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},    {14, 32, 16}, {15, 33, 9},
-                               {29, 70, 64}, {64, 17, 130}, {100, 96, 3}, {5, 40, 0},
-                               {200, 45, 77}};
+  const int64_t shapes[][3] = {{1, 1, 1},    {3, 5, 7},    {14, 32, 16},
+                               {15, 33, 9},  {29, 70, 64}, {64, 17, 130},
+                               {100, 96, 3}, {5, 40, 0},   {200, 45, 77}};
   int n = 0;
   for (const auto &s : shapes)
     for (int types = 0; types < 4; ++types, ++n)
@@ -136,8 +138,7 @@ TEST(Igemm, StoreI32MatchesReference) {
   runtime::ThreadPool pool1(1), pool2(2);
   for (IgemmIsa isa : isas())
     for (const Case &c : cases())
-      for (Source src :
-           {Source::kMatrix, Source::kPackedA, Source::kPackedB, Source::kPanelSource})
+      for (Source src : {Source::kMatrix, Source::kPackedA, Source::kPackedB, Source::kPanelSource})
         for (runtime::ThreadPool *pool : {&pool1, &pool2}) {
           std::mt19937 rng(uint32_t(c.M * 7 + c.N * 131 + c.K));
           const Operands o = makeOperands(c, rng);
@@ -171,6 +172,9 @@ TEST(Igemm, RequantizeMatchesInterpreter) {
     for (const Case &c : cases())
       for (bool outSigned : {false, true})
         for (int scales : {0, 1, 2}) { // per tensor, per row, per column
+          // Stored transposed (colStride = M, as a MatMul's output stored
+          // into a transposed view) or row-major (a conv's NCHW output).
+          const bool transposed = (c.M + c.N + scales) % 2 == 0;
           std::mt19937 orng(uint32_t(c.M + c.N * 3 + c.K * 5));
           const Operands o = makeOperands(c, orng);
           IgemmProblem p;
@@ -183,27 +187,112 @@ TEST(Igemm, RequantizeMatchesInterpreter) {
           std::vector<int32_t> bias(size_t(c.M));
           for (int32_t &b : bias) b = biasDist(rng);
           const int32_t zp = outSigned ? 3 : 120;
-          // Stored transposed (colStride = M), as a conv's NCHW output is.
           std::vector<uint8_t> out(size_t(c.M * c.N), 0);
-          Requantize rq{out.data(), 1, c.M, outSigned, zp, scale.data(), scales == 1,
-                        int64_t(scale.size()), bias.data(), true};
+          Requantize rq{
+              out.data(),   transposed ? 1 : c.N, transposed ? c.M : 1,  outSigned,   zp,
+              scale.data(), scales == 1,          int64_t(scale.size()), bias.data(), true};
           p.finish = requantize(&rq);
           igemm(p);
           const std::vector<int64_t> ref = reference(c, o);
-          const std::string what = describe(c, Source::kPackedB, isa, 2) +
-                                   (outSigned ? " out=i8" : " out=u8") + " scales=" +
-                                   std::to_string(scales);
+          const std::string what =
+              describe(c, Source::kPackedB, isa, 2) + (outSigned ? " out=i8" : " out=u8") +
+              " scales=" + std::to_string(scales) + (transposed ? " transposed" : "");
           for (int64_t i = 0; i < c.M; ++i)
             for (int64_t j = 0; j < c.N; ++j) {
               const float s = scale[size_t(scales == 0 ? 0 : scales == 1 ? i : j)];
               const int64_t acc = ref[size_t(i * c.N + j)] + bias[size_t(i)];
               const int expect = outSigned ? int(kiln::requantize<int8_t>(acc, s, zp, false))
                                            : int(kiln::requantize<uint8_t>(acc, s, zp, false));
-              const uint8_t got = out[size_t(j * c.M + i)];
+              const uint8_t got = out[size_t(transposed ? j * c.M + i : i * c.N + j)];
               ASSERT_EQ(outSigned ? int(int8_t(got)) : int(got), expect)
                   << what << " at " << i << "," << j << " acc " << acc;
             }
         }
+}
+
+// The 8-bit conv as IntConvStep runs it (weights packed as A per group, the
+// im2col panel source as B, i32 out) against a direct convolution in i64:
+// strides 1-3 (the stride-2 gather has a vector path), pads that take
+// whole taps off the input, dilation, groups, 1-D, u8 and i8 inputs.
+TEST(Igemm, Int8ConvMatchesDirectConvolution) {
+  runtime::ThreadPool pool(2);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> byte(0, 255);
+  struct Geometry {
+    int64_t C, H, W, K, R, S, stride, pad, dilation, groups;
+  };
+  const Geometry geometries[] = {
+      {3, 64, 64, 16, 3, 3, 2, 1, 1, 1}, {16, 13, 37, 8, 3, 3, 2, 1, 1, 1},
+      {8, 9, 11, 12, 3, 3, 1, 1, 1, 4},  {5, 7, 40, 6, 1, 5, 3, 2, 1, 1},
+      {4, 10, 10, 4, 3, 3, 1, 2, 2, 2},  {32, 6, 6, 64, 1, 1, 1, 0, 1, 1},
+      {2, 1, 50, 3, 1, 7, 2, 3, 1, 1},   {6, 5, 5, 6, 5, 5, 2, 4, 1, 6}};
+  for (IgemmIsa isa : isas())
+    for (const Geometry &g : geometries)
+      for (bool xSigned : {false, true}) {
+        ConvShape cs;
+        cs.C = g.C, cs.H = g.H, cs.W = g.W, cs.K = g.K, cs.R = g.R, cs.S = g.S;
+        cs.strideH = cs.strideW = g.stride;
+        cs.dilationH = cs.dilationW = g.dilation;
+        cs.padTop = cs.padLeft = cs.padBottom = cs.padRight = g.pad;
+        cs.groups = g.groups;
+        ASSERT_TRUE(cs.valid());
+        const int64_t cg = g.C / g.groups, kg = g.K / g.groups, depth = cg * g.R * g.S;
+        const int64_t outH = cs.outH(), outW = cs.outW(), P = outH * outW;
+        std::vector<uint8_t> x(size_t(g.C * g.H * g.W)), w(size_t(g.K * depth));
+        for (auto &v : x) v = uint8_t(byte(rng));
+        for (auto &v : w) v = uint8_t(byte(rng));
+        const int32_t xZp = xSigned ? byte(rng) - 128 : byte(rng);
+        std::vector<int32_t> wZp(size_t(g.K));
+        for (auto &z : wZp) z = byte(rng) - 128; // i8 weights
+        auto xv = [&](int64_t c, int64_t h, int64_t wi) {
+          const uint8_t v = x[size_t((c * g.H + h) * g.W + wi)];
+          return xSigned ? int32_t(int8_t(v)) : int32_t(v);
+        };
+        std::vector<int32_t> y(size_t(g.K * P), 0);
+        for (int64_t grp = 0; grp < g.groups; ++grp) {
+          const PackedInt8 a =
+              PackedInt8::packA(kg, depth, {w.data() + grp * kg * depth, depth, true, false}, isa);
+          Int8ConvSource src;
+          src.x = x.data() + grp * cg * g.H * g.W;
+          src.shape = cs;
+          src.isSigned = xSigned;
+          src.padValue = uint8_t(xZp);
+          IgemmProblem p;
+          p.M = kg, p.N = P, p.K = depth;
+          p.packedA = &a;
+          p.bSource = int8ConvPanels(&src);
+          p.bSourceSigned = xSigned;
+          p.za.values = wZp.data() + grp * kg;
+          p.zb.scalar = xZp;
+          p.pool = &pool;
+          StoreI32 store{y.data() + grp * kg * P, P};
+          p.finish = storeI32(&store);
+          igemm(p);
+        }
+        const std::string what = std::string(igemmIsaName(isa)) + " C" + std::to_string(g.C) + " " +
+                                 std::to_string(g.H) + "x" + std::to_string(g.W) + " K" +
+                                 std::to_string(g.K) + " " + std::to_string(g.R) + "x" +
+                                 std::to_string(g.S) + " s" + std::to_string(g.stride) + " p" +
+                                 std::to_string(g.pad) + " d" + std::to_string(g.dilation) + " g" +
+                                 std::to_string(g.groups) + (xSigned ? " x=i8" : " x=u8");
+        for (int64_t k = 0; k < g.K; ++k)
+          for (int64_t oh = 0; oh < outH; ++oh)
+            for (int64_t ow = 0; ow < outW; ++ow) {
+              int64_t sum = 0;
+              const int64_t grp = k / kg;
+              for (int64_t c = 0; c < cg; ++c)
+                for (int64_t r = 0; r < g.R; ++r)
+                  for (int64_t sc = 0; sc < g.S; ++sc) {
+                    const int64_t ih = oh * g.stride - g.pad + r * g.dilation;
+                    const int64_t iw = ow * g.stride - g.pad + sc * g.dilation;
+                    if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue; // reads xZp
+                    const int32_t wk = int8_t(w[size_t((k * cg + c) * g.R * g.S + r * g.S + sc)]);
+                    sum += int64_t(xv(grp * cg + c, ih, iw) - xZp) * (wk - wZp[size_t(k)]);
+                  }
+              ASSERT_EQ(y[size_t(k * P + oh * outW + ow)], sum)
+                  << what << " at k " << k << " (" << oh << ", " << ow << ")";
+            }
+      }
 }
 
 } // namespace
