@@ -273,6 +273,9 @@ TEST(Canonicalize, RemovesIdentityAndInferenceDropout) {
 TEST(Canonicalize, RemovesNeutralArithmetic) {
   expectPassOutput("canonicalize", "removes_neutral_arithmetic");
 }
+TEST(Canonicalize, SquaresAsMul) {
+  expectPassOutput("canonicalize", "squares_as_mul");
+}
 TEST(Canonicalize, RemovesNoopCasts) {
   expectPassOutput("canonicalize", "removes_noop_casts");
 }
@@ -376,7 +379,8 @@ TEST(RecognizeAttention, Recognizes3dAttentionWithScaledQuery) {
   expectPassOutput("recognize-attention", "recognizes_3d_attention_with_scaled_query");
 }
 TEST(RecognizeAttention, RecognizesAttentionOfUnknownShapesWithRowMaxShift) {
-  expectPassOutput("recognize-attention", "recognizes_attention_of_unknown_shapes_with_row_max_shift");
+  expectPassOutput("recognize-attention",
+                   "recognizes_attention_of_unknown_shapes_with_row_max_shift");
 }
 TEST(RecognizeAttention, DoesNotRecognizeOtherSoftmaxChains) {
   expectPassOutput("recognize-attention", "does_not_recognize_other_softmax_chains");
