@@ -19,6 +19,8 @@ const char *epilogueKindName(EpilogueKind kind) {
     return "add_col_bias";
   case EpilogueKind::kMulRowScale:
     return "mul_row_scale";
+  case EpilogueKind::kMulColScale:
+    return "mul_col_scale";
   case EpilogueKind::kAddTensor:
     return "add_tensor";
   case EpilogueKind::kRelu:
@@ -61,6 +63,8 @@ float applyOp(const EpilogueOp &op, float v, int64_t row, int64_t col) {
     return v + op.data[col];
   case EpilogueKind::kMulRowScale:
     return v * op.data[row];
+  case EpilogueKind::kMulColScale:
+    return v * op.data[col];
   case EpilogueKind::kAddTensor:
     return v + op.data[row * op.ld + col];
   case EpilogueKind::kRelu:

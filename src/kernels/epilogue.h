@@ -33,6 +33,7 @@ enum class EpilogueKind : uint8_t {
   kHardSigmoid, // max(0, min(1, a * c + b))  (ONNX defaults: a = 0.2, b = 0.5)
   kHardSwish,   // c * max(0, min(1, a * c + b))  (ONNX HardSwish: a = 1/6, b = 0.5)
   kTanh,
+  kMulColScale, // c *= data[col] (a MatMul's output scaled per column)
 };
 
 const char *epilogueKindName(EpilogueKind kind);

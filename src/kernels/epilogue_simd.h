@@ -83,6 +83,9 @@ applyOps(typename V::T v, const EpilogueOp *ops, int count, int64_t row, int64_t
     case EpilogueKind::kMulRowScale:
       v = V::mul(v, V::set1(op.data[row]));
       break;
+    case EpilogueKind::kMulColScale:
+      v = V::mul(v, V::load(op.data + col, lanes));
+      break;
     case EpilogueKind::kAddTensor:
       v = V::add(v, V::load(op.data + row * op.ld + col, lanes));
       break;

@@ -34,6 +34,8 @@ double refOp(const EpilogueOp &op, double v, int64_t row, int64_t col, int64_t i
     return v + op.data[col];
   case EpilogueKind::kMulRowScale:
     return v * op.data[row];
+  case EpilogueKind::kMulColScale:
+    return v * op.data[col];
   case EpilogueKind::kAddTensor:
     return v + op.data[imageOffset + row * op.ld + col];
   case EpilogueKind::kRelu:

@@ -32,6 +32,8 @@ double refOp(const EpilogueOp &op, double v, int64_t row, int64_t col) {
     return v + op.data[col];
   case EpilogueKind::kMulRowScale:
     return v * op.data[row];
+  case EpilogueKind::kMulColScale:
+    return v * op.data[col];
   case EpilogueKind::kAddTensor:
     return v + op.data[row * op.ld + col];
   case EpilogueKind::kRelu:
@@ -76,6 +78,7 @@ struct Data {
       op.data = rowVec.data();
       break;
     case EpilogueKind::kAddColBias:
+    case EpilogueKind::kMulColScale:
       op.data = colVec.data();
       break;
     case EpilogueKind::kAddTensor:
@@ -104,7 +107,8 @@ const EpilogueKind kAllKinds[] = {
     EpilogueKind::kAddRowBias,  EpilogueKind::kAddColBias, EpilogueKind::kMulRowScale,
     EpilogueKind::kAddTensor,   EpilogueKind::kRelu,       EpilogueKind::kClip,
     EpilogueKind::kLeakyRelu,   EpilogueKind::kSigmoid,    EpilogueKind::kSilu,
-    EpilogueKind::kHardSigmoid, EpilogueKind::kHardSwish,  EpilogueKind::kTanh};
+    EpilogueKind::kHardSigmoid, EpilogueKind::kHardSwish,  EpilogueKind::kTanh,
+    EpilogueKind::kMulColScale};
 
 // Applies `ep` with `isa` to a rows x cols tile at (row0, col0), ldc = cols + 3,
 // and checks every element and that the padding columns are untouched.

@@ -106,10 +106,8 @@ Status Planner::addNode(const std::vector<std::unique_ptr<Node>> &nodes, size_t 
       KILN_ASSIGN_OR_RETURN(op.data, perChannel(*c));
       if (n.op() == OpKind::Add)
         op.kind = rows_ ? EpilogueKind::kAddRowBias : EpilogueKind::kAddColBias;
-      else if (rows_)
-        op.kind = EpilogueKind::kMulRowScale;
       else
-        return Error{"no per-column scale"};
+        op.kind = rows_ ? EpilogueKind::kMulRowScale : EpilogueKind::kMulColScale;
       break;
     }
     auto it = inputIndex_.find(other);

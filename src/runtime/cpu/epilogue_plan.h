@@ -40,12 +40,13 @@ struct EpiloguePlan {
       a(op.kind, op.a, op.b, op.ld, data);
       if constexpr (A::kLoading) {
         op.data = nullptr;
-        if (static_cast<int>(op.kind) < 0 || op.kind > kernels::EpilogueKind::kTanh ||
+        if (static_cast<int>(op.kind) < 0 || op.kind > kernels::EpilogueKind::kMulColScale ||
             (!data.empty() && int64_t(data.size()) != channels))
           return a.fail("corrupt epilogue op");
         const bool needsData = op.kind == kernels::EpilogueKind::kAddRowBias ||
                                op.kind == kernels::EpilogueKind::kAddColBias ||
-                               op.kind == kernels::EpilogueKind::kMulRowScale;
+                               op.kind == kernels::EpilogueKind::kMulRowScale ||
+                               op.kind == kernels::EpilogueKind::kMulColScale;
         if (needsData != !data.empty()) return a.fail("corrupt epilogue data");
         if (!data.empty()) {
           owned.push_back(std::move(data));
