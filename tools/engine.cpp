@@ -5,6 +5,7 @@
 #include "interp/interpreter.h"
 #include "package/package.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kiln::cli {
@@ -51,20 +52,33 @@ Expected<TargetOptions> targetOptionsFrom(const Args &args, int defaultThreads) 
     return makeError("unknown target '", o.target, "' (available: cpu, interp)");
   o.cpu = args.value("cpu").value_or("native");
   KILN_ASSIGN_OR_RETURN(o.optLevel, parseInt(args.value("opt"), "opt", 3, 0, 3));
-  KILN_ASSIGN_OR_RETURN(o.threads, parseInt(args.value("threads"), "threads", defaultThreads, 0, 1024));
+  KILN_ASSIGN_OR_RETURN(o.threads,
+                        parseInt(args.value("threads"), "threads", defaultThreads, 0, 1024));
   return o;
 }
 
 std::string summaryOf(const cpu::CompileStats &s) {
-  return strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ",
-                s.microkernelSteps, " microkernel calls (", s.attentionSteps, " attention), ",
-                s.copySteps, " copies, ", s.hostSteps,
-                " host ops; passes ", s.passesMs, " ms, lowering ", s.loweringMs, " ms, codegen ",
-                s.codegenMs, " ms");
+  std::string out =
+      strCat(s.steps, " steps: ", s.generatedKernels, " generated kernels, ", s.microkernelSteps,
+             " microkernel calls (", s.attentionSteps, " attention), ", s.copySteps, " copies, ",
+             s.hostSteps, " host ops; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
+             " ms, codegen ", s.codegenMs, " ms");
+  // Nodes of microkernel ops that run as generated code instead: the first
+  // place to look when a model is slow.
+  if (!s.microkernelMisses.empty()) {
+    out += strCat("\n", s.microkernelMisses.size(), " nodes no microkernel took:");
+    constexpr size_t kShown = 10;
+    for (size_t i = 0; i < std::min(kShown, s.microkernelMisses.size()); ++i)
+      out += "\n  " + s.microkernelMisses[i];
+    if (s.microkernelMisses.size() > kShown)
+      out += strCat("\n  ... and ", s.microkernelMisses.size() - kShown, " more");
+  }
+  return out;
 }
 
 Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &options) {
-  if (options.target == "interp") return std::unique_ptr<Engine>(new InterpEngine(std::move(model)));
+  if (options.target == "interp")
+    return std::unique_ptr<Engine>(new InterpEngine(std::move(model)));
   // The cpu target runs what `kiln compile` would store: the model is
   // packaged into an artifact in memory and run by the runtime library.
   package::PackageOptions po;
@@ -77,7 +91,8 @@ Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &o
   return openArtifactEngineFromMemory(bytes, options.threads, compiled->releaseModel(), summary);
 }
 
-Expected<std::unique_ptr<Engine>> openEngine(const std::string &path, const TargetOptions &options) {
+Expected<std::unique_ptr<Engine>> openEngine(const std::string &path,
+                                             const TargetOptions &options) {
   if (isArtifactFile(path)) return openArtifactEngine(path, options.threads);
   KILN_ASSIGN_OR_RETURN(Model model, loadModel(path));
   return makeEngine(std::move(model), options);

@@ -443,30 +443,29 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   }
   std::unique_ptr<Step> step;
   const int out = scope.program->numSlots; // the slot newSlot() gives next
+  // A node a microkernel does not take runs as generated code (its dispatch
+  // or its region's nodes), often many times slower: the reason is kept for
+  // `kiln inspect` and `kiln bench` (CompileStats::microkernelMisses).
+  auto take = [&](auto created) {
+    if (created.ok()) {
+      step = std::move(*created);
+      return true;
+    }
+    stats_.microkernelMisses.push_back(node.describe() + ": " + created.error().message);
+    return false;
+  };
   if (op == OpKind::MatMulInteger || op == OpKind::QLinearMatMul) {
-    auto s = IntMatMulStep::create(node, in, out);
-    if (!s.ok()) return false;
-    step = std::move(*s);
+    if (!take(IntMatMulStep::create(node, in, out))) return false;
   } else if (op == OpKind::ConvInteger || op == OpKind::QLinearConv) {
-    auto s = IntConvStep::create(node, in, out);
-    if (!s.ok()) return false;
-    step = std::move(*s);
+    if (!take(IntConvStep::create(node, in, out))) return false;
   } else if (node.op() == OpKind::MatMul || kind == "matmul") {
-    auto s = MatMulStep::create(node, in, out);
-    if (!s.ok()) return false;
-    step = std::move(*s);
+    if (!take(MatMulStep::create(node, in, out))) return false;
   } else if (pool) {
-    auto s = PoolStep::create(node, in[0], out);
-    if (!s.ok()) return false;
-    step = std::move(*s);
+    if (!take(PoolStep::create(node, in[0], out))) return false;
   } else if (node.op() == OpKind::Conv || kind == "conv") {
-    auto s = ConvStep::create(node, in, out);
-    if (!s.ok()) return false;
-    step = std::move(*s);
+    if (!take(ConvStep::create(node, in, out))) return false;
   } else if (op == OpKind::ConvTranspose) {
-    auto s = ConvTransposeStep::create(node, in, out);
-    if (!s.ok()) return false;
-    step = std::move(*s);
+    if (!take(ConvTransposeStep::create(node, in, out))) return false;
   } else if (op == OpKind::LSTM) { // several outputs, any of them absent
     std::vector<int> outs;
     int next = out;

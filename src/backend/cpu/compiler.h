@@ -9,10 +9,10 @@
 //                                             └─ host ops, sub-programs
 #pragma once
 
-#include "runtime/cpu/program.h"
 #include "codegen/cpu/compile.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
+#include "runtime/cpu/program.h"
 
 #include <memory>
 #include <string>
@@ -21,10 +21,10 @@
 namespace kiln::cpu {
 
 struct CompileOptions {
-  int optLevel = 3;           // graph pipeline -O0..-O3 (also LLVM's level, at least 2)
-  std::string cpu = "native"; // codegen::cpuTargetFromName
+  int optLevel = 3;            // graph pipeline -O0..-O3 (also LLVM's level, at least 2)
+  std::string cpu = "native";  // codegen::cpuTargetFromName
   PipelineOptions passOptions; // --print-after / --dump-dir
-  std::string dumpDir;        // when set: kernels.kir (Kernel IR) and kernels.ll (LLVM IR)
+  std::string dumpDir;         // when set: kernels.kir (Kernel IR) and kernels.ll (LLVM IR)
   // For `kiln verify --bisect`: after the passes, every value a top-level
   // node of the optimized graph produces (Fused nodes' outputs, not values
   // inside their regions; Constants excluded) becomes an extra graph output,
@@ -53,6 +53,9 @@ struct CompileStats {
   // Specialized steps over shapes the graph does not fully know (an
   // unknown rank) whose op's lowering could not make a general variant.
   int withoutGeneralVariant = 0;
+  // Nodes of a microkernel op (or Fused matmul/conv) that no microkernel step
+  // took, each "node: why"; they run as generated code.
+  std::vector<std::string> microkernelMisses;
 };
 
 // Ops some forms of which run on a handwritten microkernel step (conv,
@@ -68,7 +71,8 @@ class CompiledModel {
 public:
   // Fails when a node cannot be compiled, naming every such node with its
   // op, input types and why.
-  static Expected<std::unique_ptr<CompiledModel>> compile(Model model, const CompileOptions &options);
+  static Expected<std::unique_ptr<CompiledModel>> compile(Model model,
+                                                          const CompileOptions &options);
   ~CompiledModel();
 
   const Model &model() const { return model_; }
