@@ -218,7 +218,9 @@ std::vector<ConvShape> shapes() {
       shape(1, 8, 30, 37, 8, 7, 7, 1, 3, 8),     // depthwise 7x7 (ConvNeXt)
       shape(2, 4, 7, 7, 4, 7, 7, 1, 3, 4),       // depthwise 7x7 on a 7x7 map
       shape(1, 3, 11, 1050, 3, 7, 7, 1, 3, 3),   // depthwise 7x7, > 1024 columns
-      shape(1, 5, 12, 19, 5, 7, 7, 2, 3, 5),     // depthwise 7x7 s2 (generic path)
+      shape(1, 5, 12, 19, 5, 7, 7, 2, 3, 5),     // depthwise 7x7 s2
+      shape(1, 8, 16, 17, 8, 3, 3, 2, 0, 8),     // depthwise 3x3 s2, no padding
+      shape(1, 3, 9, 45, 3, 5, 5, 2, 4, 3),      // depthwise 5x5 s2, taps wholly in padding
       // Small planes, 8 channels per vector (conv_kernels.h), with a
       // partial last group of channels.
       shape(2, 13, 7, 7, 13, 5, 5, 1, 2, 13),   // 5x5 on 7x7, 8 + 5 channels
