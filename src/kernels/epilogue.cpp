@@ -21,6 +21,10 @@ const char *epilogueKindName(EpilogueKind kind) {
     return "mul_row_scale";
   case EpilogueKind::kMulColScale:
     return "mul_col_scale";
+  case EpilogueKind::kGelu:
+    return "gelu";
+  case EpilogueKind::kGeluTanh:
+    return "gelu_tanh";
   case EpilogueKind::kAddTensor:
     return "add_tensor";
   case EpilogueKind::kRelu:
@@ -83,6 +87,10 @@ float applyOp(const EpilogueOp &op, float v, int64_t row, int64_t col) {
     return v * hardSigmoid(v, op.a, op.b);
   case EpilogueKind::kTanh:
     return std::tanh(v);
+  case EpilogueKind::kGelu:
+    return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));
+  case EpilogueKind::kGeluTanh:
+    return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
   }
   return v;
 }

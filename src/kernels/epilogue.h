@@ -34,6 +34,8 @@ enum class EpilogueKind : uint8_t {
   kHardSwish,   // c * max(0, min(1, a * c + b))  (ONNX HardSwish: a = 1/6, b = 0.5)
   kTanh,
   kMulColScale, // c *= data[col] (a MatMul's output scaled per column)
+  kGelu,        // c * (1 + erf(c / sqrt(2))) / 2
+  kGeluTanh,    // c * (1 + tanh(sqrt(2 / pi) * (c + 0.044715 c^3))) / 2
 };
 
 const char *epilogueKindName(EpilogueKind kind);

@@ -60,6 +60,29 @@ template <class V> inline typename V::T tanh(typename V::T x) {
   return V::select(tiny, x, V::div(p, q));
 }
 
+// erf(x) as the generated kernels compute it (codegen/cpu/emit_math.cpp):
+// below |x| = 0.5 the Maclaurin series, above it 1 - t exp(-x^2 + P(t)), t
+// = 1 / (1 + |x| / 2) (Numerical Recipes' erfc, fractional error < 1.2e-7),
+// with x's sign. NaN stays NaN (t is NaN).
+template <class V> inline typename V::T erf(typename V::T x) {
+  using T = typename V::T;
+  const T ax = V::abs(x), x2 = V::mul(x, x);
+  // Coefficients as arrays: the ISA files include no <initializer_list>.
+  constexpr float kSeries[] = {-1.0f / 1320, 1.0f / 216, -1.0f / 42, 1.0f / 10, -1.0f / 3, 1.0f};
+  constexpr float kErfc[] = {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
+                             0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
+  T s = V::set1(1.0f / 9360);
+  for (float c : kSeries) s = V::fmadd(s, x2, V::set1(c));
+  const T series = V::mul(V::mul(x, V::set1(1.1283791670955126f)), s);
+  const T t = V::div(V::set1(1.0f), V::fmadd(ax, V::set1(0.5f), V::set1(1.0f)));
+  T p = V::set1(0.17087277f);
+  for (float c : kErfc) p = V::fmadd(p, t, V::set1(c));
+  const T erfc = V::mul(t, exp<V>(V::sub(p, x2)));
+  const T big = V::sub(V::set1(1.0f), erfc);
+  const T signedBig = V::select(V::lessThan(x, V::set1(0.0f)), V::sub(V::set1(0.0f), big), big);
+  return V::select(V::lessThan(ax, V::set1(0.5f)), series, signedBig);
+}
+
 template <class V> inline typename V::T hardSigmoid(typename V::T x, float a, float b) {
   auto t = V::fmadd(V::set1(a), x, V::set1(b));
   return V::max(V::min(t, V::set1(1.0f)), V::set1(0.0f));
@@ -113,6 +136,18 @@ applyOps(typename V::T v, const EpilogueOp *ops, int count, int64_t row, int64_t
     case EpilogueKind::kTanh:
       v = tanh<V>(v);
       break;
+    case EpilogueKind::kGelu: {
+      const auto half = V::mul(v, V::set1(0.5f));
+      v = V::fmadd(half, erf<V>(V::mul(v, V::set1(0.70710678118654752f))), half);
+      break;
+    }
+    case EpilogueKind::kGeluTanh: {
+      const auto half = V::mul(v, V::set1(0.5f));
+      const auto cube = V::mul(V::mul(v, v), V::mul(v, V::set1(0.044715f)));
+      const auto inner = V::mul(V::add(v, cube), V::set1(0.79788456080286536f));
+      v = V::fmadd(half, tanh<V>(inner), half);
+      break;
+    }
     }
   }
   return v;

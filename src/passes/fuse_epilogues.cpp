@@ -59,7 +59,7 @@ bool isChannelConstant(const Value *c, const Value *v, bool conv) {
 bool isActivation(const Node &n) {
   switch (n.op()) {
   case OpKind::Relu: case OpKind::LeakyRelu: case OpKind::Sigmoid: case OpKind::Tanh:
-  case OpKind::HardSigmoid: case OpKind::HardSwish:
+  case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::Gelu:
     return true;
   case OpKind::Clip:
     return (!n.input(1) || constantOf(n.input(1))) &&

@@ -54,6 +54,10 @@ double refOp(const EpilogueOp &op, double v, int64_t row, int64_t col, int64_t i
     return v * hardSigmoid(v);
   case EpilogueKind::kTanh:
     return std::tanh(v);
+  case EpilogueKind::kGelu:
+    return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  case EpilogueKind::kGeluTanh:
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
   }
   return v;
 }

@@ -52,6 +52,10 @@ double refOp(const EpilogueOp &op, double v, int64_t row, int64_t col) {
     return v * hardSigmoid(v);
   case EpilogueKind::kTanh:
     return std::tanh(v);
+  case EpilogueKind::kGelu:
+    return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  case EpilogueKind::kGeluTanh:
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
   }
   return v;
 }
@@ -108,7 +112,7 @@ const EpilogueKind kAllKinds[] = {
     EpilogueKind::kAddTensor,   EpilogueKind::kRelu,       EpilogueKind::kClip,
     EpilogueKind::kLeakyRelu,   EpilogueKind::kSigmoid,    EpilogueKind::kSilu,
     EpilogueKind::kHardSigmoid, EpilogueKind::kHardSwish,  EpilogueKind::kTanh,
-    EpilogueKind::kMulColScale};
+    EpilogueKind::kMulColScale, EpilogueKind::kGelu,       EpilogueKind::kGeluTanh};
 
 // Applies `ep` with `isa` to a rows x cols tile at (row0, col0), ldc = cols + 3,
 // and checks every element and that the padding columns are untouched.

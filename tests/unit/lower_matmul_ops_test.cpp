@@ -116,5 +116,36 @@ TEST(LowerMatMulOps, WeightsSlicedAndTransposedFromAConstantArePrepacked) {
     expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {n, 5}, 82 + n)});
 }
 
+// fuse-epilogues puts a bias, a per-column or scalar scale and GELU (erf and
+// tanh forms) after a MatMul into the GEMM's epilogue (kMulColScale, kGelu,
+// kGeluTanh); the fused step must match the unfused ops of the interpreter,
+// across GELU's small-|x| series, its erfc branch and its saturation.
+TEST(LowerMatMulOps, BiasScaleAndGeluFuseIntoTheGemmEpilogue) {
+  const Tensor w = randomTensor(DType::F32, {24, 40}, 91);
+  const Tensor bias = randomTensor(DType::F32, {40}, 92);
+  const Tensor scale = randomTensor(DType::F32, {40}, 93);
+  for (const char *approximate : {"none", "tanh"})
+    for (const char *scaleType : {"f32[40]", "f32[]"}) {
+      const Tensor sc =
+          std::string(scaleType) == "f32[]" ? randomTensor(DType::F32, {}, 94) : scale;
+      const std::string model =
+          std::string("kiln.model opsets {\"\" = 20}\ngraph @g(%x: f32[n,24]) -> (%y) {\n") +
+          "  %w = Constant() {value = " + testing::dense(w) + "} : f32[24,40]\n" +
+          "  %b = Constant() {value = " + testing::dense(bias) + "} : f32[40]\n" +
+          "  %s = Constant() {value = " + testing::dense(sc) + "} : " + scaleType + "\n" +
+          "  %m = MatMul(%x, %w) : f32[n,40]\n" + "  %a = Add(%m, %b) : f32[n,40]\n" +
+          "  %c = Mul(%a, %s) : f32[n,40]\n" + "  %y = Gelu(%c) {approximate = \"" + approximate +
+          "\"} : f32[n,40]\n}";
+      SCOPED_TRACE(std::string(approximate) + " scale " + scaleType);
+      // The GEMM sums in another order than the interpreter: its f32 rounding
+      // (~K eps |x||w|) survives the bias add's cancellation, hence atol.
+      OpCheckOptions o;
+      o.atol = 5e-5;
+      for (int64_t n : {1, 7, 30})
+        expectArtifactMatchesInterpreter(model, {randomTensor(DType::F32, {n, 24}, 95 + n, -3, 3)},
+                                         o);
+    }
+}
+
 } // namespace
 } // namespace kiln

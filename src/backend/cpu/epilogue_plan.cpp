@@ -64,6 +64,12 @@ Status Planner::addNode(const std::vector<std::unique_ptr<Node>> &nodes, size_t 
   switch (n.op()) {
   case OpKind::Relu: op.kind = EpilogueKind::kRelu; break;
   case OpKind::Tanh: op.kind = EpilogueKind::kTanh; break;
+  case OpKind::Gelu: {
+    const std::string approximate = n.getString("approximate");
+    if (approximate != "none" && approximate != "tanh") return Error{"unknown Gelu approximation"};
+    op.kind = approximate == "tanh" ? EpilogueKind::kGeluTanh : EpilogueKind::kGelu;
+    break;
+  }
   case OpKind::LeakyRelu:
     op.kind = EpilogueKind::kLeakyRelu;
     op.a = n.getFloat("alpha");

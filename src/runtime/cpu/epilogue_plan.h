@@ -40,7 +40,7 @@ struct EpiloguePlan {
       a(op.kind, op.a, op.b, op.ld, data);
       if constexpr (A::kLoading) {
         op.data = nullptr;
-        if (static_cast<int>(op.kind) < 0 || op.kind > kernels::EpilogueKind::kMulColScale ||
+        if (static_cast<int>(op.kind) < 0 || op.kind > kernels::EpilogueKind::kGeluTanh ||
             (!data.empty() && int64_t(data.size()) != channels))
           return a.fail("corrupt epilogue op");
         const bool needsData = op.kind == kernels::EpilogueKind::kAddRowBias ||
