@@ -83,6 +83,20 @@ template <class V> inline typename V::T erf(typename V::T x) {
   return V::select(V::lessThan(ax, V::set1(0.5f)), series, signedBig);
 }
 
+// GELU's two forms, out of line: applyOps is inlined at every store site
+// of every kernel, and an inlined erf there added 110 KB to the runtime
+// library; a call per vector is small next to the erf itself.
+template <class V> __attribute__((noinline)) typename V::T gelu(typename V::T v) {
+  const auto half = V::mul(v, V::set1(0.5f));
+  return V::fmadd(half, erf<V>(V::mul(v, V::set1(0.70710678118654752f))), half);
+}
+
+template <class V> __attribute__((noinline)) typename V::T geluTanh(typename V::T v) {
+  const auto half = V::mul(v, V::set1(0.5f));
+  const auto cube = V::mul(V::mul(v, v), V::mul(v, V::set1(0.044715f)));
+  return V::fmadd(half, tanh<V>(V::mul(V::add(v, cube), V::set1(0.79788456080286536f))), half);
+}
+
 template <class V> inline typename V::T hardSigmoid(typename V::T x, float a, float b) {
   auto t = V::fmadd(V::set1(a), x, V::set1(b));
   return V::max(V::min(t, V::set1(1.0f)), V::set1(0.0f));
@@ -136,18 +150,12 @@ applyOps(typename V::T v, const EpilogueOp *ops, int count, int64_t row, int64_t
     case EpilogueKind::kTanh:
       v = tanh<V>(v);
       break;
-    case EpilogueKind::kGelu: {
-      const auto half = V::mul(v, V::set1(0.5f));
-      v = V::fmadd(half, erf<V>(V::mul(v, V::set1(0.70710678118654752f))), half);
+    case EpilogueKind::kGelu:
+      v = gelu<V>(v);
       break;
-    }
-    case EpilogueKind::kGeluTanh: {
-      const auto half = V::mul(v, V::set1(0.5f));
-      const auto cube = V::mul(V::mul(v, v), V::mul(v, V::set1(0.044715f)));
-      const auto inner = V::mul(V::add(v, cube), V::set1(0.79788456080286536f));
-      v = V::fmadd(half, tanh<V>(inner), half);
+    case EpilogueKind::kGeluTanh:
+      v = geluTanh<V>(v);
       break;
-    }
     }
   }
   return v;
