@@ -38,6 +38,17 @@ Node *producedBy(const Value *v, OpKind op) {
   return v->producer();
 }
 
+double constantTolerance(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 1e-3; // 11-bit significand: half an ulp is 2^-11 ~ 4.9e-4
+  case DType::BF16:
+    return 8e-3; // 8-bit significand: 2^-8 ~ 3.9e-3
+  default:
+    return 1e-5;
+  }
+}
+
 bool near(double a, double b, double tol) {
   return std::fabs(a - b) <= tol * std::max(std::fabs(a), std::fabs(b));
 }

@@ -29,6 +29,10 @@ Node *producedBy(const Value *v, OpKind op);
 // |a - b| <= tol * max(|a|, |b|): exporters write 1/6 or sqrt(2) with f32
 // precision or fewer digits, so constants are compared loosely.
 bool near(double a, double b, double tol = 1e-5);
+// The relative tolerance for a constant stored in `t` to stand for an exact
+// value: 1e-5 for f32/f64, half an f16 or bf16 ulp above that (an f16
+// model's 1/sqrt(2) is 1.4140625, 1e-4 off).
+double constantTolerance(DType t);
 
 // Dims provably equal at run time: static and equal, or the same named
 // symbol. Unknown dims are never provably equal.

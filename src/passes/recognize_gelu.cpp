@@ -10,7 +10,8 @@
 //         "tanh"}. The factors may come in any order and grouping, which
 //         covers what PyTorch, TensorFlow and Paddle export. Constants
 //         must have one element, x's dtype (a float one) and a rank not above
-//         x's, so the result has x's shape. The result keeps its name; the
+//         x's, so the result has x's shape; "~" is within the precision of
+//         x's dtype (an f16 model's 1/sqrt(2) is 1e-4 off). The result keeps its name; the
 //         decomposition is erased; the model stays sorted and valid.
 //
 // Algorithm: one pattern on Mul and Div (the possible roots of the product),
@@ -25,6 +26,7 @@
 #include "passes/match.h"
 #include "passes/rewrite.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln {
@@ -46,10 +48,15 @@ Value *ownInputOf(Value *v, OpKind op, const Rewriter &rw) {
   return n && rw.hasOneUse(v) ? n->input(0) : nullptr;
 }
 
+// Relative tolerance of the form's constants in x's dtype.
+double toleranceFor(const Value *x, double atLeast = 0) {
+  return std::max(atLeast, constantTolerance(x->type().dtype()));
+}
+
 bool isScaledX(Value *z, Value *x, double scale, const Rewriter &rw) {
   if (!z || !rw.hasOneUse(z)) return false;
   Product p = productOf(z, rw);
-  return p.factors == std::vector<Value *>{x} && near(p.constant, scale) &&
+  return p.factors == std::vector<Value *>{x} && near(p.constant, scale, toleranceFor(x)) &&
          constantsBroadcastInto(p, x);
 }
 
@@ -62,7 +69,8 @@ bool matchesErfForm(Value *x, Value *a, const Rewriter &rw) {
 bool isCubicTerm(Value *q, Value *x, const Rewriter &rw) {
   if (!q || !rw.hasOneUse(q)) return false;
   Product p = productOf(q, rw);
-  if (!near(p.constant, 0.044715, 1e-4) || !constantsBroadcastInto(p, x)) return false;
+  if (!near(p.constant, 0.044715, toleranceFor(x, 1e-4)) || !constantsBroadcastInto(p, x))
+    return false;
   int power = 0;
   for (Value *f : p.factors) {
     Node *pow = producedBy(f, OpKind::Pow);
@@ -81,7 +89,7 @@ bool matchesTanhForm(Value *x, Value *a, const Rewriter &rw) {
   Value *u = ownInputOf(addendOf(a, 1.0, x, rw), OpKind::Tanh, rw);
   if (!u || !rw.hasOneUse(u)) return false;
   Product pu = productOf(u, rw);
-  if (pu.factors.size() != 1 || !near(pu.constant, std::sqrt(2 / M_PI), 1e-4) ||
+  if (pu.factors.size() != 1 || !near(pu.constant, std::sqrt(2 / M_PI), toleranceFor(x, 1e-4)) ||
       !constantsBroadcastInto(pu, x))
     return false;
   Node *sum = producedBy(pu.factors[0], OpKind::Add);

@@ -357,6 +357,9 @@ TEST(RecognizeGelu, RecognizesTanhGelu) {
 TEST(RecognizeGelu, DoesNotRecognizeNearMisses) {
   expectPassOutput("recognize-gelu", "does_not_recognize_near_misses");
 }
+TEST(RecognizeGelu, RecognizesF16GeluWithRoundedConstants) {
+  expectPassOutput("recognize-gelu", "recognizes_f16_gelu_with_rounded_constants");
+}
 
 TEST(RecognizeHardSwish, RecognizesHardswish) {
   expectPassOutput("recognize-hardswish", "recognizes_hardswish");
