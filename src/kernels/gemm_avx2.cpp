@@ -37,18 +37,29 @@ __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float
   return acc;
 }
 
-template <int H, bool kFused>
+// kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn: a
+// conv's input rows, no im2col copy), else from the packed panel at pb + k
+// * kNr.
+template <int H, bool kFused, bool kDirect = false>
 __attribute__((always_inline)) inline void tile(int64_t kc, const float *pa, const float *pb,
                                                 float *c, int64_t ldc, float beta, int64_t cols,
-                                                const float *rowBias, const TileOps &epi) {
+                                                const float *rowBias, const TileOps &epi,
+                                                const int32_t *boff = nullptr) {
   __m256 acc[H][2];
 #pragma GCC unroll 6
   for (int i = 0; i < H; ++i)
     acc[i][0] = acc[i][1] = rowBias ? _mm256_set1_ps(rowBias[i]) : _mm256_setzero_ps();
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    __m256 b0 = _mm256_load_ps(pb);
-    __m256 b1 = _mm256_load_ps(pb + 8);
+    __m256 b0, b1;
+    if constexpr (kDirect) {
+      const float *bk = pb + boff[k];
+      b0 = _mm256_loadu_ps(bk);
+      b1 = _mm256_loadu_ps(bk + 8);
+    } else {
+      b0 = _mm256_load_ps(pb);
+      b1 = _mm256_load_ps(pb + 8);
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < H; ++i) {
       __m256 a = _mm256_broadcast_ss(pa + i);
@@ -56,7 +67,7 @@ __attribute__((always_inline)) inline void tile(int64_t kc, const float *pa, con
       acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
     }
     pa += H;
-    pb += kNr;
+    if constexpr (!kDirect) pb += kNr;
   }
   const __m256 vbeta = _mm256_set1_ps(beta);
   if (cols == kNr) {
@@ -100,6 +111,12 @@ void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
 }
 
 template <int H>
+void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c, int64_t ldc,
+            float beta, const float *rowBias) {
+  tile<H, false, true>(kc, pa, b, c, ldc, beta, kNr, rowBias, TileOps{}, boff);
+}
+
+template <int H>
 void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
            int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount, int64_t row0,
            int64_t col0) {
@@ -139,7 +156,9 @@ GemmKernelInfo gemmKernelAvx2() {
       768, 4096, {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>}};
   const FusedKernelFn withEpilogue[] = {nullptr,  fused<1>, fused<2>, fused<3>,
                                         fused<4>, fused<5>, fused<6>};
-  for (int h = 1; h <= kMr; ++h) info.fused[h] = withEpilogue[h];
+  const DirectKernelFn inPlace[] = {nullptr,   direct<1>, direct<2>, direct<3>,
+                                    direct<4>, direct<5>, direct<6>};
+  for (int h = 1; h <= kMr; ++h) info.fused[h] = withEpilogue[h], info.direct[h] = inPlace[h];
   info.row1x4 = row1x4;
   return info;
 }
