@@ -41,10 +41,9 @@ __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float
 // conv's input rows, no im2col copy), else from the packed panel at pb + k
 // * kNr.
 template <int H, bool kFused, bool kDirect = false>
-__attribute__((always_inline)) inline void tile(int64_t kc, const float *pa, const float *pb,
-                                                float *c, int64_t ldc, float beta, int64_t cols,
-                                                const float *rowBias, const TileOps &epi,
-                                                const int32_t *boff = nullptr) {
+__attribute__((always_inline)) inline void
+tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta, int64_t cols,
+     const float *rowBias, const TileOps &epi, const int32_t *boff = nullptr) {
   __m256 acc[H][2];
 #pragma GCC unroll 6
   for (int i = 0; i < H; ++i)
