@@ -115,25 +115,8 @@ void runTasks(runtime::ThreadPool &pool, int64_t threads, int64_t tasks, F &&tas
   });
 }
 
-// A grow-only, 64-byte aligned per-thread buffer for run(workspace = null).
-class Scratch {
-public:
-  ~Scratch() { std::free(data_); }
-  float *get(int64_t floats) {
-    if (floats > cap_) {
-      std::free(data_);
-      data_ = static_cast<float *>(
-          std::aligned_alloc(64, size_t(roundUp(floats * int64_t(sizeof(float)), 64))));
-      cap_ = data_ ? floats : 0;
-    }
-    return data_;
-  }
-
-private:
-  float *data_ = nullptr;
-  int64_t cap_ = 0;
-};
-thread_local Scratch tConvScratch;
+// For run(workspace = null).
+thread_local detail::Scratch<float> tConvScratch;
 
 // The conv's B micro-panel at output pixels [j0, j0 + nr) exists in place
 // when those pixels lie in one output row, stride 1, and every tap of

@@ -2,6 +2,8 @@
 // scatter around the packed GEMM. See conv_transpose.h for the algorithm.
 #include "kernels/conv_transpose.h"
 
+#include "kernels/gemm_driver.h"
+
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
@@ -37,25 +39,7 @@ std::pair<int64_t, int64_t> validRange(int64_t n, int64_t stride, int64_t off, i
   return {lo, std::max(lo, hi)};
 }
 
-// A grow-only, 64-byte aligned per-thread buffer.
-class Scratch {
-public:
-  ~Scratch() { std::free(data_); }
-  float *get(int64_t floats) {
-    if (floats > cap_) {
-      std::free(data_);
-      const size_t bytes = size_t((floats * int64_t(sizeof(float)) + 63) / 64 * 64);
-      data_ = static_cast<float *>(std::aligned_alloc(64, bytes));
-      cap_ = data_ ? floats : 0;
-    }
-    return data_;
-  }
-
-private:
-  float *data_ = nullptr;
-  int64_t cap_ = 0;
-};
-thread_local Scratch tColsScratch;
+thread_local detail::Scratch<float> tColsScratch;
 
 // The geometry every task shares.
 struct Plan {

@@ -33,27 +33,8 @@ GemmKernels gemmKernelsFor(GemmIsa isa) {
 
 namespace {
 
-// A grow-only, 64-byte aligned buffer, one per thread and role, so packing
-// allocates nothing in steady state.
-class Scratch {
-public:
-  ~Scratch() { std::free(data_); }
-  float *get(int64_t floats) {
-    if (floats > cap_) {
-      std::free(data_);
-      size_t bytes = size_t(roundUp(floats * int64_t(sizeof(float)), 64));
-      data_ = static_cast<float *>(std::aligned_alloc(64, bytes));
-      cap_ = data_ ? floats : 0;
-    }
-    return data_;
-  }
-
-private:
-  float *data_ = nullptr;
-  int64_t cap_ = 0;
-};
-thread_local Scratch tPackA;
-thread_local Scratch tPackB;
+thread_local Scratch<float> tPackA;
+thread_local Scratch<float> tPackB;
 
 // alpha * op(A) rows [r0, r0 + h), K slice [p0, p0 + kc) -> one h-row panel.
 void packAPanel(const GemmKernelInfo &ki, const float *a, int64_t lda, bool trans, float alpha,

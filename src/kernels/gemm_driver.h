@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 namespace kiln::runtime {
 class ThreadPool;
@@ -34,6 +35,30 @@ inline int64_t ceilDiv(int64_t a, int64_t b) {
 inline int64_t roundUp(int64_t a, int64_t b) {
   return ceilDiv(a, b) * b;
 }
+
+// A grow-only, 64-byte aligned buffer of T. Declared thread_local, one per
+// thread and role, so packing and scratch work allocate nothing in steady
+// state.
+template <class T> class Scratch {
+public:
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { std::free(data_); }
+  T *get(int64_t count) {
+    if (count > cap_) {
+      std::free(data_);
+      data_ =
+          static_cast<T *>(std::aligned_alloc(64, size_t(roundUp(count * int64_t(sizeof(T)), 64))));
+      cap_ = data_ ? count : 0;
+    }
+    return data_;
+  }
+
+private:
+  T *data_ = nullptr;
+  int64_t cap_ = 0;
+};
 
 // K slices of nearly equal depth: K = 576, kc = 512 gives 288 + 288, not
 // 512 + 64 (a thin last slice costs a full pass over C for little work).

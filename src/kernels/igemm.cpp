@@ -350,24 +350,7 @@ IgemmFinisher requantize(const Requantize *r) {
 
 namespace {
 
-// A grow-only 64-byte aligned per-thread buffer.
-class ByteScratch {
-public:
-  ~ByteScratch() { std::free(data_); }
-  uint8_t *get(int64_t bytes) {
-    if (bytes > cap_) {
-      std::free(data_);
-      data_ = static_cast<uint8_t *>(std::aligned_alloc(64, size_t(roundUp(bytes, 64))));
-      cap_ = data_ ? bytes : 0;
-    }
-    return data_;
-  }
-
-private:
-  uint8_t *data_ = nullptr;
-  int64_t cap_ = 0;
-};
-thread_local ByteScratch tPackA, tPackB, tSums;
+thread_local detail::Scratch<uint8_t> tPackA, tPackB, tSums;
 
 struct Plan {
   const IgemmProblem &p;

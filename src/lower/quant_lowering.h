@@ -55,8 +55,5 @@ int zeroPointAt(DispatchBuilder &d, int input, const kir::Affine &at, int dyn = 
 double lowest(DType t);
 double highest(DType t);
 
-// True for u8 and i8, the types of the integer products.
-bool is8Bit(DType t);
-
 } // namespace quant
 } // namespace kiln::lower

@@ -90,10 +90,6 @@ double highest(DType t) {
   });
 }
 
-bool is8Bit(DType t) {
-  return t == DType::U8 || t == DType::I8;
-}
-
 int saturateRounded(kir::KernelBuilder &b, DType to, DType from, int rounded, int zp) {
   const int v = b.binary(Opcode::Add, DType::F64, convert(b, DType::F64, from, rounded), zp);
   const int isNan = b.compare(Opcode::Ne, DType::F64, v, v);

@@ -54,6 +54,10 @@ inline bool isUnsignedInt(DType t) {
   return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64;
 }
 inline bool isInt(DType t) { return isSignedInt(t) || isUnsignedInt(t); }
+// The types of quantized tensors.
+inline bool is8Bit(DType t) {
+  return t == DType::U8 || t == DType::I8;
+}
 inline bool isNumeric(DType t) { return isFloat(t) || isInt(t); }
 
 template <class T> struct DTypeOf;

@@ -32,6 +32,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import corpus_report  # noqa: E402
+from cpu_flags import cpu_flags  # noqa: E402
 
 # model -> the op forms it adds to the CI (beyond the five models of test_corpus.py).
 CI_MODELS = {
@@ -68,16 +69,6 @@ CI_MODELS = {
     "int8_dyn_cnn": "ConvInteger",
     "int8_qlinear_cnn": "QLinearConv (per-channel), QLinearMatMul",
 }
-
-
-def cpu_flags():
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
 
 
 def expected_failures():

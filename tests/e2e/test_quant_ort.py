@@ -39,23 +39,17 @@ REL_L2 = 1e-6
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import quant_models  # noqa: E402
+from cpu_flags import VNNI_FLAGS, cpu_flags  # noqa: E402
 
 CASES = quant_models.cases()
 # u8 activations x i8 weights with sums large enough to saturate an i16 pair.
 U8_TIMES_I8 = {"dyn_matmul_int8", "dyn_matmul_int8_percol", "qlinear_uint8"}
 
 
-def cpu_has_vnni():
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(line.split()))
-    except OSError:
-        pass
-    return True  # not x86 Linux: no saturating u8 x i8 kernel to expect
-
-
-ORT_EXACT_U8_TIMES_I8 = cpu_has_vnni()
+# Without /proc/cpuinfo (not x86 Linux) there is no saturating u8 x i8
+# kernel to expect.
+_FLAGS = cpu_flags()
+ORT_EXACT_U8_TIMES_I8 = not _FLAGS or bool(VNNI_FLAGS & _FLAGS)
 
 
 def run(cmd):

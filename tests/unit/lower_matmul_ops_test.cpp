@@ -1,6 +1,8 @@
 // MatMul lowering (lower/matmul_ops.cpp) through the artifact against the
 // interpreter, on random inputs; f32 products, which the GEMM step takes,
 // through that step's general variant.
+#include "artifact_runner.h"
+#include "ir/parser.h"
 #include "lower_conv_test_util.h"
 
 #include <gtest/gtest.h>
@@ -137,6 +139,15 @@ TEST(LowerMatMulOps, BiasScaleAndGeluFuseIntoTheGemmEpilogue) {
           "  %c = Mul(%a, %s) : f32[n,40]\n" + "  %y = Gelu(%c) {approximate = \"" + approximate +
           "\"} : f32[n,40]\n}";
       SCOPED_TRACE(std::string(approximate) + " scale " + scaleType);
+      // One step, the GEMM, with the whole chain in its epilogue (its general
+      // variant for other shapes is the one generated kernel).
+      auto parsed = parseModel(model, "gelu.kir");
+      ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+      auto compiled = testing::ArtifactRunner::compile(std::move(*parsed), {}, 1);
+      ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+      EXPECT_EQ((*compiled)->stats().microkernelSteps, 1);
+      EXPECT_EQ((*compiled)->stats().steps, 1);
+      EXPECT_TRUE((*compiled)->stats().microkernelMisses.empty());
       // The GEMM sums in another order than the interpreter: its f32 rounding
       // (~K eps |x||w|) survives the bias add's cancellation, hence atol.
       OpCheckOptions o;

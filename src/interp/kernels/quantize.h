@@ -12,10 +12,6 @@
 
 namespace kiln {
 
-inline bool is8Bit(DType d) {
-  return d == DType::U8 || d == DType::I8;
-}
-
 // Saturates an already rounded value to Q's range (NaN becomes 0).
 template <class Q> Q saturate(double v) {
   if (v != v) return Q(0);

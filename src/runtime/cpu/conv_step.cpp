@@ -26,10 +26,7 @@ Status ConvStep::prepare() {
   if (b) bias_.assign(b, b + cs.K);
   // Every input, weights included: the general variant (program.h) reads
   // them all.
-  reads.clear();
-  for (int slot : in_)
-    if (slot >= 0 && std::find(reads.begin(), reads.end(), slot) == reads.end())
-      reads.push_back(slot);
+  reads = presentSlots(in_);
   writes = {out_};
   return Status::success();
 }

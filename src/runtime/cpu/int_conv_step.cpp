@@ -3,26 +3,7 @@
 #include "kernels/igemm_conv.h"
 #include "runtime/cpu/steps.h"
 
-#include <algorithm>
-
 namespace kiln::cpu {
-
-namespace {
-
-bool is8Bit(DType t) {
-  return t == DType::U8 || t == DType::I8;
-}
-bool isFloatType(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16;
-}
-
-const Tensor *optionalInput(const Frame &frame, const std::vector<int> &in, int index) {
-  if (index >= int(in.size()) || in[size_t(index)] < 0) return nullptr;
-  const RtValue &v = frame.slots[size_t(in[size_t(index)])];
-  return v.isTensor() ? &v.tensor : nullptr;
-}
-
-} // namespace
 
 Status IntConvStep::prepare() {
   const kernels::ConvShape &cs = shape_;
@@ -39,10 +20,7 @@ Status IntConvStep::prepare() {
     packed_.push_back(kernels::PackedInt8::packA(
         kg, depth, {w + g * kg * depth, depth, weights_.dtype() == DType::I8, false}));
   // Every input, weights included: the general variant reads them all.
-  reads.clear();
-  for (int slot : in_)
-    if (slot >= 0 && std::find(reads.begin(), reads.end(), slot) == reads.end())
-      reads.push_back(slot);
+  reads = presentSlots(in_);
   writes = {out_};
   return Status::success();
 }
@@ -70,14 +48,14 @@ Status IntConvStep::run(Frame &frame, ExecContext &ctx) const {
   const int64_t depth = cg * s.R * s.S;
 
   int32_t xZp = 0;
-  if (const Tensor *z = optionalInput(frame, in_, 2)) {
+  if (const Tensor *z = optionalTensor(frame, in_, 2)) {
     if (z->numel() != 1) return fallback("x's zero point is not one value");
     xZp = int32_t(z->getInt(0));
   }
   thread_local std::vector<int32_t> wZp, bias;
   thread_local std::vector<float> scales;
   wZp.assign(size_t(s.K), 0);
-  if (const Tensor *z = optionalInput(frame, in_, wZpInput())) {
+  if (const Tensor *z = optionalTensor(frame, in_, wZpInput())) {
     if (z->numel() != 1 && z->numel() != s.K)
       return fallback("w's zero point is neither one value nor one per output channel");
     for (int64_t k = 0; k < s.K; ++k) wZp[size_t(k)] = int32_t(z->getInt(z->numel() == 1 ? 0 : k));
@@ -85,12 +63,12 @@ Status IntConvStep::run(Frame &frame, ExecContext &ctx) const {
   DType outType = DType::I32;
   int32_t yZp = 0;
   if (qlinear_) {
-    const Tensor *xs = optionalInput(frame, in_, 1), *ws = optionalInput(frame, in_, 4);
-    const Tensor *ys = optionalInput(frame, in_, 6), *yz = optionalInput(frame, in_, 7);
-    const Tensor *b = optionalInput(frame, in_, 8);
+    const Tensor *xs = optionalTensor(frame, in_, 1), *ws = optionalTensor(frame, in_, 4);
+    const Tensor *ys = optionalTensor(frame, in_, 6), *yz = optionalTensor(frame, in_, 7);
+    const Tensor *b = optionalTensor(frame, in_, 8);
     if (!xs || !ws || !ys || xs->numel() != 1 || ys->numel() != 1 ||
-        (ws->numel() != 1 && ws->numel() != s.K) || !isFloatType(xs->dtype()) ||
-        !isFloatType(ws->dtype()) || !isFloatType(ys->dtype()) ||
+        (ws->numel() != 1 && ws->numel() != s.K) || !isFloat(xs->dtype()) ||
+        !isFloat(ws->dtype()) || !isFloat(ys->dtype()) ||
         (yz && (yz->numel() != 1 || !is8Bit(yz->dtype()))) || (b && b->numel() != s.K))
       return fallback("scales, output zero point or bias of a form the kernel does not take");
     outType = yz ? yz->dtype() : x.dtype();

@@ -2,30 +2,13 @@
 
 #include "runtime/cpu/steps.h"
 
-#include <algorithm>
-
 namespace kiln::cpu {
 
 namespace {
 
-bool is8Bit(DType t) {
-  return t == DType::U8 || t == DType::I8;
-}
-
 // Beyond this depth an exact sum of (a - za) * (b - zb) may not fit in i32
 // (|each term| <= 255 * 255), which QLinearMatMul's requantization needs.
 constexpr int64_t kMaxExactDepth = 33025;
-
-// The optional input `index` (absent: -1 slot), as a tensor.
-const Tensor *optionalInput(const Frame &frame, const std::vector<int> &in, int index) {
-  if (index >= int(in.size()) || in[size_t(index)] < 0) return nullptr;
-  const RtValue &v = frame.slots[size_t(in[size_t(index)])];
-  return v.isTensor() ? &v.tensor : nullptr;
-}
-
-bool isFloatType(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16;
-}
 
 } // namespace
 
@@ -39,10 +22,7 @@ Status IntMatMulStep::prepare() {
                               false};
   packed_ = kernels::PackedInt8::packB(weights_.dim(0), weights_.dim(1), b);
   // Every input, weights included: the general variant reads them all.
-  reads.clear();
-  for (int slot : in_)
-    if (slot >= 0 && std::find(reads.begin(), reads.end(), slot) == reads.end())
-      reads.push_back(slot);
+  reads = presentSlots(in_);
   writes = {out_};
   return Status::success();
 }
@@ -65,14 +45,14 @@ Status IntMatMulStep::run(Frame &frame, ExecContext &ctx) const {
   p.a = {a.raw(), K, a.dtype() == DType::I8, false};
   p.packedB = &*packed_;
   p.pool = ctx.pool;
-  if (const Tensor *za = optionalInput(frame, in_, 2)) {
+  if (const Tensor *za = optionalTensor(frame, in_, 2)) {
     if (za->numel() != 1) return fallback("A's zero point is not one value");
     p.za.scalar = int32_t(za->getInt(0));
   }
   // Per-column values live in thread-local buffers: no allocation per run.
   thread_local std::vector<int32_t> zbValues;
   thread_local std::vector<float> scales;
-  if (const Tensor *zb = optionalInput(frame, in_, bZpInput())) {
+  if (const Tensor *zb = optionalTensor(frame, in_, bZpInput())) {
     if (zb->numel() == 1) {
       p.zb.scalar = int32_t(zb->getInt(0));
     } else if (zb->numel() == N) {
@@ -95,11 +75,11 @@ Status IntMatMulStep::run(Frame &frame, ExecContext &ctx) const {
     return Status::success();
   }
 
-  const Tensor *as = optionalInput(frame, in_, 1), *bs = optionalInput(frame, in_, 4);
-  const Tensor *ys = optionalInput(frame, in_, 6), *yz = optionalInput(frame, in_, 7);
+  const Tensor *as = optionalTensor(frame, in_, 1), *bs = optionalTensor(frame, in_, 4);
+  const Tensor *ys = optionalTensor(frame, in_, 6), *yz = optionalTensor(frame, in_, 7);
   if (!as || !bs || !ys || !yz || as->numel() != 1 || ys->numel() != 1 || yz->numel() != 1 ||
-      (bs->numel() != 1 && bs->numel() != N) || !isFloatType(as->dtype()) ||
-      !isFloatType(bs->dtype()) || !isFloatType(ys->dtype()) || !is8Bit(yz->dtype()))
+      (bs->numel() != 1 && bs->numel() != N) || !isFloat(as->dtype()) ||
+      !isFloat(bs->dtype()) || !isFloat(ys->dtype()) || !is8Bit(yz->dtype()))
     return fallback("scales or output zero point of a form the kernel does not take");
   if (K > kMaxExactDepth) return fallback("depth beyond exact i32 sums");
   // quantize.h's combinedScale: f32(f32(a) * f32(b) / f32(y)).

@@ -7,6 +7,7 @@
 #include "runtime/cpu/launch.h"
 #include "runtime/cpu/program.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace kiln::cpu {
@@ -104,6 +105,23 @@ public:
 // with `label: why`.
 Status runFallback(const Step *fallback, Frame &frame, ExecContext &ctx, const std::string &label,
                    const std::string &why);
+
+// The tensor at input `index` of a step's input slots (-1 for an absent
+// optional input), or null when the input is absent or not a tensor.
+inline const Tensor *optionalTensor(const Frame &frame, const std::vector<int> &slots, int index) {
+  if (index >= int(slots.size()) || slots[size_t(index)] < 0) return nullptr;
+  const RtValue &v = frame.slots[size_t(slots[size_t(index)])];
+  return v.isTensor() ? &v.tensor : nullptr;
+}
+
+// The present (>= 0) slots of `slots`, each once: what a step whose general
+// variant reads every input declares as its reads.
+inline std::vector<int> presentSlots(const std::vector<int> &slots) {
+  std::vector<int> out;
+  for (int slot : slots)
+    if (slot >= 0 && std::find(out.begin(), out.end(), slot) == out.end()) out.push_back(slot);
+  return out;
+}
 
 // Numpy broadcasting of concrete shapes; an error names both shapes.
 Expected<Shape64> broadcastShapes(const std::vector<Shape64> &shapes);
