@@ -19,7 +19,6 @@
 // the epilogue over batches of finished rows. Compiled with -mavx2 -mfma
 // (see gemm_microkernel.h for why nothing else is included).
 #include "kernels/conv_kernels.h"
-#include "kernels/epilogue_simd.h"
 #include "kernels/simd_avx2.h"
 
 #include <immintrin.h>
@@ -176,21 +175,11 @@ __attribute__((always_inline)) inline __m256 tapColumns(const float *row, const 
   }
 }
 
-// Through the epilogue, then stored: vector v of output row oh.
-// The epilogue of one vector, out of line: inlined, its switch over every
-// op kind was copied into each of the fast path's dozens of store sites
-// (600 KB of the runtime library); a call per 8 outputs costs little next
-// to their KS*KS FMAs.
-__attribute__((noinline)) __m256 epilogueVec(const DepthwiseArgs &a, __m256 acc, int64_t oh,
-                                             int64_t ow0, int lanes) {
-  return simd::applyOps<Avx2>(acc, a.ops, a.opCount, a.channel, oh * a.outW + ow0, lanes);
-}
-
+// Vector v of output row oh, stored as computed: the fast path runs the
+// epilogue over its rows afterwards (planeFast).
 __attribute__((always_inline)) inline void storeVec(const DepthwiseArgs &a, __m256 acc, int64_t oh,
                                                     int64_t ow0, int lanes) {
-  float *p = a.y + oh * a.outW + ow0;
-  if (a.opCount) acc = epilogueVec(a, acc, oh, ow0, lanes);
-  Avx2::store(p, acc, lanes);
+  Avx2::store(a.y + oh * a.outW + ow0, acc, lanes);
 }
 
 // A row of zeros as wide as the input: window rows above or below the
@@ -286,6 +275,12 @@ template <int SW, int KS> void planeFast(const DepthwiseArgs &a) {
       group<SW, KS, 1>(a, vecs, v0 * 8, zeros);
     v0 += n;
   }
+  // The epilogue as one pass over the block's rows (contiguous in the plane,
+  // so one row of the epilogue's matrix): per stored vector, its dispatch
+  // and dependency chain cost more than the pass (the block is in L1/L2).
+  if (a.opCount)
+    a.epilogue(a.ops, a.opCount, a.y + a.oh0 * a.outW, 0, a.channel, a.oh0 * a.outW, 1,
+               (a.oh1 - a.oh0) * a.outW);
 }
 
 template <int SW> bool fastPath(const DepthwiseArgs &a) {

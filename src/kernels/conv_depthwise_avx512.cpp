@@ -19,7 +19,6 @@
 // second pass would cost as much as the conv). Compiled with -mavx512f -mavx512vl -mfma (see
 // gemm_microkernel.h for why nothing else is included).
 #include "kernels/conv_kernels.h"
-#include "kernels/epilogue_simd.h"
 #include "kernels/simd_avx512.h"
 
 #include <immintrin.h>
@@ -37,14 +36,6 @@ inline uint64_t bitRange(int64_t lo, int64_t hi) {
 }
 
 // ---- generic path: any window, stride and dilation -------------------------
-
-// The accumulator of `lanes` output columns at (row oh, column ow0), through
-// the epilogue.
-__attribute__((always_inline)) inline __m512 finish(const DepthwiseArgs &a, __m512 acc, int64_t oh,
-                                                    int64_t ow0, int lanes) {
-  if (a.opCount == 0) return acc;
-  return simd::applyOps<Avx512>(acc, a.ops, a.opCount, a.channel, oh * a.outW + ow0, lanes);
-}
 
 // Input columns iw0 + l*sw (l < lanes) of `row`, 0 outside [0, W).
 __attribute__((always_inline)) inline __m512 loadColumns(const float *row, int64_t iw0, int lanes,
@@ -86,8 +77,7 @@ void planeGeneric(const DepthwiseArgs &a) {
                                 loadColumns(xrow, iwBase + s * a.dilationW, lanes, a.W, a.strideW),
                                 acc);
       }
-      _mm512_mask_storeu_ps(yrow + ow0, __mmask16(bitRange(0, lanes)),
-                            finish(a, acc, oh, ow0, lanes));
+      _mm512_mask_storeu_ps(yrow + ow0, __mmask16(bitRange(0, lanes)), acc);
     }
   }
 }
@@ -168,9 +158,7 @@ __attribute__((always_inline)) inline void rowBlock(const DepthwiseArgs &a, int6
       }
     }
 #pragma GCC unroll 4
-    for (int j = 0; j < RB; ++j)
-      _mm512_mask_storeu_ps(y0 + j * ldy + c * 16, k.out,
-                            finish(a, acc[j], oh + j, ow0 + c * 16, k.lanes));
+    for (int j = 0; j < RB; ++j) _mm512_mask_storeu_ps(y0 + j * ldy + c * 16, k.out, acc[j]);
   }
 }
 
@@ -229,7 +217,7 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
               for (int s = 0; s < KS; ++s)
                 acc = _mm512_fmadd_ps(_mm512_set1_ps(a.w[r * KS + s]), t.v[s], acc);
             }
-            _mm512_mask_storeu_ps(yrow + c * 16, k.out, finish(a, acc, oh, c * 16, k.lanes));
+            _mm512_mask_storeu_ps(yrow + c * 16, k.out, acc);
           }
         }
         ++oh;
@@ -238,9 +226,8 @@ template <int SW, int KS, int RB> void planeFast(const DepthwiseArgs &a) {
   }
 }
 
-} // namespace
-
-void depthwiseAvx512(const DepthwiseArgs &a) {
+// Stored without the epilogue: it runs afterwards (depthwiseAvx512).
+void planeAvx512(const DepthwiseArgs &a) {
   if (a.R == a.S && a.dilationW == 1 && (a.strideW == 1 || a.strideW == 2)) {
     const bool s1 = a.strideW == 1;
     // Row blocks: 4 rows for 3x3 stride 1; fewer where the taps held in
@@ -248,13 +235,25 @@ void depthwiseAvx512(const DepthwiseArgs &a) {
     // one input row between neighbours.
     if (a.S == 3) return s1 ? planeFast<1, 3, 4>(a) : planeFast<2, 3, 2>(a);
     if (a.S == 5) return s1 ? planeFast<1, 5, 2>(a) : planeFast<2, 5, 2>(a);
-    // 7x7 (ConvNeXt): 49 taps do not fit in registers beside a row block's
-    // accumulators, and the generic loops run one dependent FMA chain per
-    // vector (9 GF/s against oneDNN's 80 on a Sapphire Rapids core). The
-    // AVX2 fast path keeps 8 chains in flight; AVX-512 CPUs run it as is.
-    if (a.S == 7) return depthwiseAvx2(a);
   }
   planeGeneric(a);
+}
+
+} // namespace
+
+void depthwiseAvx512(const DepthwiseArgs &a) {
+  // 7x7 (ConvNeXt): 49 taps do not fit in registers beside a row block's
+  // accumulators, and the generic loops run one dependent FMA chain per
+  // vector (9 GF/s against oneDNN's 80 on a Sapphire Rapids core). The
+  // AVX2 fast path keeps 8 chains in flight; AVX-512 CPUs run it as is.
+  if (a.R == 7 && a.S == 7 && a.dilationW == 1 && (a.strideW == 1 || a.strideW == 2))
+    return depthwiseAvx2(a);
+  planeAvx512(a);
+  // The epilogue as one pass over the rows (contiguous in the plane): per
+  // stored vector, its dispatch and dependency chain cost more than the pass.
+  if (a.opCount)
+    a.epilogue(a.ops, a.opCount, a.y + a.oh0 * a.outW, 0, a.channel, a.oh0 * a.outW, 1,
+               (a.oh1 - a.oh0) * a.outW);
 }
 
 } // namespace kiln::kernels::detail

@@ -25,9 +25,6 @@ struct TileOps {
   const EpilogueOp *ops;
   int count;
   int64_t row0, col0;
-  __attribute__((always_inline)) __m256 apply(__m256 v, int i, int half, int lanes) const {
-    return simd::applyOps<Avx2>(v, ops, count, row0 + i, col0 + 8 * half, lanes);
-  }
 };
 
 __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float beta,
@@ -69,19 +66,7 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
     if constexpr (!kDirect) pb += kNr;
   }
   const __m256 vbeta = _mm256_set1_ps(beta);
-  if (cols == kNr) {
-#pragma GCC unroll 6
-    for (int i = 0; i < H; ++i) {
-      float *ci = c + i * ldc;
-      __m256 c0 = beta != 0.0f ? _mm256_loadu_ps(ci) : _mm256_setzero_ps();
-      __m256 c1 = beta != 0.0f ? _mm256_loadu_ps(ci + 8) : _mm256_setzero_ps();
-      __m256 v0 = finish(acc[i][0], c0, beta, vbeta), v1 = finish(acc[i][1], c1, beta, vbeta);
-      if constexpr (kFused) v0 = epi.apply(v0, i, 0, 8), v1 = epi.apply(v1, i, 1, 8);
-      _mm256_storeu_ps(ci, v0);
-      _mm256_storeu_ps(ci + 8, v1);
-    }
-    return;
-  }
+  const bool full = cols == kNr;
   const __m256i m0 = laneMask(cols), m1 = laneMask(cols - 8);
   // Unrolled like every loop over acc: one loop GCC keeps rolled makes it
   // index acc in memory, and then it stores every accumulator to the stack
@@ -89,17 +74,31 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
   // 45% of oneDNN's speed on a Zen 4).
 #pragma GCC unroll 6
   for (int i = 0; i < H; ++i) {
-    float *ci = c + i * ldc;
-    __m256 c0 = beta != 0.0f ? _mm256_maskload_ps(ci, m0) : _mm256_setzero_ps();
-    __m256 c1 = beta != 0.0f ? _mm256_maskload_ps(ci + 8, m1) : _mm256_setzero_ps();
-    __m256 v0 = finish(acc[i][0], c0, beta, vbeta), v1 = finish(acc[i][1], c1, beta, vbeta);
-    if constexpr (kFused) {
-      const int lanes0 = cols < 8 ? int(cols) : 8, lanes1 = cols > 8 ? int(cols - 8) : 0;
-      v0 = epi.apply(v0, i, 0, lanes0);
-      if (lanes1 > 0) v1 = epi.apply(v1, i, 1, lanes1);
+    const float *ci = c + i * ldc;
+    __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps();
+    if (beta != 0.0f) {
+      c0 = full ? _mm256_loadu_ps(ci) : _mm256_maskload_ps(ci, m0);
+      c1 = full ? _mm256_loadu_ps(ci + 8) : _mm256_maskload_ps(ci + 8, m1);
     }
-    _mm256_maskstore_ps(ci, m0, v0);
-    _mm256_maskstore_ps(ci + 8, m1, v1);
+    acc[i][0] = finish(acc[i][0], c0, beta, vbeta);
+    acc[i][1] = finish(acc[i][1], c1, beta, vbeta);
+  }
+  if constexpr (kFused) {
+    // Lanes past the tile's columns compute garbage that is never stored;
+    // their loads of row/column data are masked off.
+    const int lanes[2] = {cols < 8 ? int(cols) : 8, cols > 8 ? int(cols - 8) : 0};
+    simd::applyOpsBlock<Avx2, H, 2>(acc, epi.ops, epi.count, epi.row0, epi.col0, lanes);
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < H; ++i) {
+    float *ci = c + i * ldc;
+    if (full) {
+      _mm256_storeu_ps(ci, acc[i][0]);
+      _mm256_storeu_ps(ci + 8, acc[i][1]);
+    } else {
+      _mm256_maskstore_ps(ci, m0, acc[i][0]);
+      _mm256_maskstore_ps(ci + 8, m1, acc[i][1]);
+    }
   }
 }
 
