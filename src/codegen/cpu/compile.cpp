@@ -1,5 +1,6 @@
 #include "codegen/cpu/compile.h"
 
+#include "codegen/cpu/emit_convert.h"
 #include "codegen/cpu/emit_llvm.h"
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -60,6 +61,7 @@ Expected<ObjectCode> compileKernels(const std::vector<kir::Kernel> &kernels,
     return makeError("cpu codegen produced invalid LLVM IR (a kiln bug): ", verifyErrors);
 
   optimize(module, *tm, options.optLevel);
+  lowerHalfToFloatPlaceholders(module);
   if (!options.dumpLlvmIrPath.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream f(options.dumpLlvmIrPath, ec);

@@ -1,5 +1,10 @@
 #include "codegen/cpu/emit_convert.h"
 
+#include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
+
+#include <string>
+
 namespace kiln::codegen {
 
 namespace {
@@ -79,6 +84,79 @@ llvm::Value *emitFloatToBFloat(llvm::IRBuilder<> &b, llvm::Value *f) {
   llvm::Value *rounded = b.CreateLShr(b.CreateAdd(x, rounding), splat(i32, 16));
   llvm::Value *nan = b.CreateOr(b.CreateLShr(x, splat(i32, 16)), splat(i32, 0x40));
   return b.CreateTrunc(b.CreateSelect(isNan, nan, rounded), i16);
+}
+
+namespace {
+
+constexpr const char *kHalfToFloat = "kiln_half_to_float";
+// The vector widths the loop vectorizer may pick (kernel schedules use
+// powers of two up to 64 lanes).
+constexpr unsigned kPlaceholderWidths[] = {2, 4, 8, 16, 32, 64};
+
+std::string vectorVariant(unsigned width) {
+  return std::string(kHalfToFloat) + "_v" + std::to_string(width);
+}
+
+bool isPlaceholder(const llvm::Function &f) {
+  return f.isDeclaration() && f.getName().starts_with(kHalfToFloat);
+}
+
+} // namespace
+
+llvm::Value *emitHalfToFloatPlaceholder(llvm::IRBuilder<> &b, llvm::Module &m, llvm::Value *bits) {
+  if (bits->getType()->isVectorTy()) return emitHalfToFloat(b, bits, true);
+  llvm::Function *scalar = m.getFunction(kHalfToFloat);
+  if (!scalar) {
+    auto pure = [&](llvm::Function *f) {
+      f->setDoesNotThrow();
+      f->setWillReturn();
+      f->setDoesNotAccessMemory();
+    };
+    scalar =
+        llvm::Function::Create(llvm::FunctionType::get(b.getFloatTy(), {b.getInt16Ty()}, false),
+                               llvm::Function::ExternalLinkage, kHalfToFloat, m);
+    pure(scalar);
+    std::string variants;
+    std::vector<llvm::GlobalValue *> keep;
+    for (unsigned w : kPlaceholderWidths) {
+      auto *type = llvm::FunctionType::get(llvm::FixedVectorType::get(b.getFloatTy(), w),
+                                           {llvm::FixedVectorType::get(b.getInt16Ty(), w)}, false);
+      llvm::Function *v =
+          llvm::Function::Create(type, llvm::Function::ExternalLinkage, vectorVariant(w), m);
+      pure(v);
+      keep.push_back(v);
+      // _ZGV, ISA "_LLVM_", unmasked, width, one vector parameter.
+      if (!variants.empty()) variants += ",";
+      variants +=
+          "_ZGV_LLVM_N" + std::to_string(w) + "v_" + kHalfToFloat + "(" + vectorVariant(w) + ")";
+    }
+    scalar->addFnAttr("vector-function-abi-variant", variants);
+    // Unused declarations are dropped early in the pipeline; the
+    // vectorizer only uses variants that still exist.
+    llvm::appendToCompilerUsed(m, keep);
+  }
+  return b.CreateCall(scalar, {bits});
+}
+
+void lowerHalfToFloatPlaceholders(llvm::Module &m) {
+  llvm::removeFromUsedLists(m, [](llvm::Constant *c) {
+    auto *f = llvm::dyn_cast<llvm::Function>(c);
+    return f && isPlaceholder(*f);
+  });
+  std::vector<llvm::Function *> placeholders;
+  for (llvm::Function &f : m)
+    if (isPlaceholder(f)) placeholders.push_back(&f);
+  for (llvm::Function *f : placeholders) {
+    f->removeDeadConstantUsers(); // the old used list's array
+    for (llvm::User *user : llvm::make_early_inc_range(f->users())) {
+      auto *call = llvm::dyn_cast<llvm::CallInst>(user);
+      if (!call) continue;
+      llvm::IRBuilder<> b(call);
+      call->replaceAllUsesWith(emitHalfToFloat(b, call->getArgOperand(0), true));
+      call->eraseFromParent();
+    }
+    if (f->use_empty()) f->eraseFromParent();
+  }
 }
 
 } // namespace kiln::codegen

@@ -19,4 +19,16 @@ llvm::Value *emitBFloatToFloat(llvm::IRBuilder<> &b, llvm::Value *bits);
 llvm::Value *emitFloatToHalf(llvm::IRBuilder<> &b, llvm::Value *f, bool nativeHalf);
 llvm::Value *emitFloatToBFloat(llvm::IRBuilder<> &b, llvm::Value *f);
 
+// F16C widening that the optimizer cannot narrow. fpext from half is what
+// the hardware converts, but InstCombine then narrows f32 work on the
+// widened value (a compare with 0, a select) into half vector operations,
+// which the backend scalarizes on CPUs without AVX512-FP16. So a scalar i16
+// is widened by a call of an opaque placeholder whose vector variants are
+// declared (the VFABI attribute), which LLVM's loop vectorizer widens like
+// a vector library call; after the optimization pipeline,
+// lowerHalfToFloatPlaceholders replaces every call (scalar or vector) by
+// the fpext, which codegen turns into vcvtph2ps.
+llvm::Value *emitHalfToFloatPlaceholder(llvm::IRBuilder<> &b, llvm::Module &m, llvm::Value *bits);
+void lowerHalfToFloatPlaceholders(llvm::Module &m);
+
 } // namespace kiln::codegen

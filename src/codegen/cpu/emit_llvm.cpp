@@ -92,12 +92,13 @@ private:
   std::vector<llvm::AllocaInst *> vars_;
   llvm::Value *begin_ = nullptr, *end_ = nullptr;
   int vectorDepth_ = 0; // > 0 inside a loop scheduled Vector
-  // Halfs convert in hardware (F16C). Widening takes the hardware path only
-  // where the target also computes on halfs (AVX512-FP16): otherwise
-  // InstCombine narrows f32 work on a widened half (a compare with 0, a
-  // select: Relu after a Cast to f16) into <16 x half> operations that the
-  // backend scalarizes element by element (7x slower on such a kernel). The
-  // integer widening (emit_convert.h) gives it nothing to narrow.
+  // Halfs convert in hardware (F16C). Widening is a plain fpext only where
+  // the target also computes on halfs (AVX512-FP16): otherwise InstCombine
+  // narrows f32 work on a widened half (a compare with 0, a select: Relu
+  // after a Cast to f16) into <16 x half> operations that the backend
+  // scalarizes element by element (7x slower on such a kernel), so F16C
+  // targets widen through a placeholder that becomes the fpext after
+  // optimization (emit_convert.h), and targets without F16C in integers.
   bool nativeFloatToHalf_ = false, nativeHalfToFloat_ = false;
 };
 
@@ -189,7 +190,10 @@ llvm::Value *Emitter::toMemory(DType t, llvm::Value *v) {
 
 llvm::Value *Emitter::fromMemory(DType t, llvm::Value *v) {
   if (t == DType::Bool) return b_.CreateICmpNE(v, b_.getInt8(0));
-  if (t == DType::F16) return emitHalfToFloat(b_, v, nativeHalfToFloat_);
+  if (t == DType::F16) {
+    if (nativeFloatToHalf_ && !nativeHalfToFloat_) return emitHalfToFloatPlaceholder(b_, m_, v);
+    return emitHalfToFloat(b_, v, nativeHalfToFloat_);
+  }
   if (t == DType::BF16) return emitBFloatToFloat(b_, v);
   return v;
 }
