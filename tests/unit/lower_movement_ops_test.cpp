@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -147,6 +148,30 @@ TEST(LowerMovementOps, SplitSizesThatDoNotSumToTheDimAreARunTimeError) {
   EXPECT_NE(error.find("sums to"), std::string::npos) << error;
 }
 
+// Swin's patch merging (x[:, 0::2, 1::2, :]: strided rows of contiguous
+// runs) and a strided last dim, on shapes the copy step's runs and odometer
+// cross several times.
+TEST(LowerMovementOps, SliceStridedRowsOfContiguousRuns) {
+  struct Case {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  const std::vector<Case> cases = {
+      {{0, 1}, {9, 11}, {1, 2}, {2, 2}},              // whole channel runs
+      {{1, 0, 3}, {9, 11, 17}, {1, 2, 3}, {2, 3, 1}}, // partial last-dim runs
+      {{8, 2}, {0, 19}, {1, 3}, {-3, 5}},             // negative step, strided last dim
+      {{1}, {3}, {0}, {1}},                           // contiguous box, whole rest
+  };
+  for (const Case &c : cases) {
+    const int64_t k = int64_t(c.starts.size());
+    const std::string list = "i64[" + str(k) + "]";
+    const std::string m = model("%x: f32[3,9,11,20], %s: " + list + ", %e: " + list +
+                                    ", %a: " + list + ", %t: " + list,
+                                "%y", "  %y = Slice(%x, %s, %e, %a, %t) : f32[?,?,?,?]");
+    expectBothWays(m, {randomTensor(DType::F32, {3, 9, 11, 20}, 3), i64s(c.starts), i64s(c.ends),
+                       i64s(c.axes), i64s(c.steps)});
+  }
+}
+
 // ---- Transpose, DepthToSpace, SpaceToDepth ------------------------------------------------
 
 TEST(LowerMovementOps, TransposeEveryPermutationOfRankThree) {
@@ -170,6 +195,23 @@ TEST(LowerMovementOps, TransposeDefaultPermutationSymbolicDimsAndDtypes) {
   const std::string merged =
       model("%x: f32[4,5,6,7]", "%y", "  %y = Transpose(%x) {perm = [2, 3, 0, 1]} : f32[6,7,4,5]");
   expectBothWays(merged, {randomTensor(DType::F32, {4, 5, 6, 7}, 2)});
+}
+
+// Every permutation of rank 4 on dims that are not multiples of the copy
+// step's 16 x 16 tiles (and span several), in f32 and f16.
+TEST(LowerMovementOps, TransposeEveryPermutationOfRankFourInTiles) {
+  std::vector<int> p = {0, 1, 2, 3};
+  do {
+    const std::string perm =
+        "[" + str(p[0]) + ", " + str(p[1]) + ", " + str(p[2]) + ", " + str(p[3]) + "]";
+    for (DType t : {DType::F32, DType::F16}) {
+      const std::string n(dtypeName(t));
+      const std::string m =
+          model("%x: " + n + "[2,37,5,19]", "%y",
+                "  %y = Transpose(%x) {perm = " + perm + "} : " + n + "[?,?,?,?]");
+      expectBothWays(m, {randomTensor(t, {2, 37, 5, 19}, 4)});
+    }
+  } while (std::next_permutation(p.begin(), p.end()));
 }
 
 TEST(LowerMovementOps, DepthToSpaceBothModesAndSpaceToDepth) {
