@@ -1,5 +1,7 @@
 #include "lower/elementwise_math.h"
 
+#include "support/erfc_poly.h"
+
 #include <cmath>
 #include <limits>
 
@@ -338,13 +340,24 @@ int OpEmitter::activation(int x) {
   case OpKind::Mish:
     return s.mul(x, s.un(Opcode::Tanh, s.softplus(x)));
   default: { // Gelu
-    const int half = s.mul(s.c(0.5), x);
     if (n_.getString("approximate") == "tanh") {
+      const int half = s.mul(s.c(0.5), x);
       const int cube = s.mul(s.mul(s.mul(s.c(0.044715), x), x), x);
       const int inner = s.mul(s.c(M_2_SQRTPI * M_SQRT1_2), s.add(x, cube));
       return s.mul(half, s.add(one, s.un(Opcode::Tanh, inner)));
     }
-    return s.mul(half, s.add(one, s.un(Opcode::Erf, s.mul(x, s.c(M_SQRT1_2)))));
+    if (ct_ == DType::F64) // erfc's fit below is f32-accurate only
+      return s.mul(s.mul(s.c(0.5), x), s.add(one, s.un(Opcode::Erf, s.mul(x, s.c(M_SQRT1_2)))));
+    // x * Phi(x) from the normal tail q = Phi(-|x|) = erfc(|x| / sqrt 2) / 2
+    // (support/erfc_poly.h): q below 0, 1 - q above. One erfc and no
+    // series branch, 35% fewer operations than through Erf, as accurate
+    // (< 1.2e-7 relative in Phi); as the GEMM epilogue's GELU.
+    const int z = s.mul(s.un(Opcode::Abs, x), s.c(M_SQRT1_2));
+    const int t = s.div(one, s.add(one, s.mul(z, s.c(0.5))));
+    int p = s.c(kErfcPoly[kErfcPolyTerms - 1]);
+    for (int i = kErfcPolyTerms - 2; i >= 0; --i) p = s.add(s.mul(p, t), s.c(kErfcPoly[i]));
+    const int q = s.mul(s.mul(t, s.c(0.5)), s.un(Opcode::Exp, s.sub(p, s.mul(z, z))));
+    return s.mul(x, s.sel(s.lt(x, zero), q, s.sub(one, q)));
   }
   }
 }

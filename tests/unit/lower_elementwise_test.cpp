@@ -123,7 +123,7 @@ TEST(LowerElementwise, MathFunctionsKeepNaNInfinitiesAndSignedZeros) {
   const std::string type = "f32[4,10]";
   expectBothPaths(unaryModel(type,
                              {"Sign(%x)", "Abs(%x)", "Floor(%x)", "Round(%x)", "Relu(%x)",
-                              "Sigmoid(%x)", "Softplus(%x)", "Mish(%x)", "Atan(%x)"},
+                              "Sigmoid(%x)", "Softplus(%x)", "Mish(%x)", "Atan(%x)", "Gelu(%x)"},
                              type),
                   {withSpecials(randomTensor(DType::F32, {4, 10}, 4, -5, 5))});
 }

@@ -1,5 +1,7 @@
 #include "codegen/cpu/emit_math.h"
 
+#include "support/erfc_poly.h"
+
 #include <llvm/IR/Intrinsics.h>
 
 #include <initializer_list>
@@ -128,10 +130,9 @@ llvm::Value *emitErf(llvm::IRBuilder<> &b, llvm::Value *x) {
   // Chebyshev-fitted erfc of Numerical Recipes (fractional error < 1.2e-7).
   llvm::Value *tt = b.CreateFDiv(fconst(b, t, 1.0),
                                  b.CreateFAdd(fconst(b, t, 1.0), b.CreateFMul(ax, fconst(b, t, 0.5))));
-  llvm::Value *poly =
-      polynomial(b, tt,
-                 {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-                  -1.13520398, 1.48851587, -0.82215223, 0.17087277});
+  llvm::Value *poly = fconst(b, t, kErfcPoly[kErfcPolyTerms - 1]);
+  for (int i = kErfcPolyTerms - 2; i >= 0; --i)
+    poly = b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {poly, tt, fconst(b, t, kErfcPoly[i])});
   llvm::Value *erfc = b.CreateFMul(tt, emitExp(b, b.CreateFSub(poly, b.CreateFMul(ax, ax))));
   llvm::Value *big = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
                                              b.CreateFSub(fconst(b, t, 1.0), erfc), x);
