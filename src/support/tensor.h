@@ -36,6 +36,9 @@ public:
   // size tensors from untrusted data turn these into errors at their layer's
   // boundary (the interpreter does, per kernel).
   Tensor(DType dtype, Shape64 shape);
+  // Like the constructor, but numeric contents are left undefined: for a
+  // kernel that writes every element (the CPU runtime's outputs).
+  static Tensor uninitialized(DType dtype, Shape64 shape);
   // Wraps external memory (e.g. an mmapped file); `owner` keeps it alive.
   static Tensor view(DType dtype, Shape64 shape, std::shared_ptr<const void> owner,
                      const void *data);

@@ -18,23 +18,24 @@ void ActivationArena::configure(std::vector<std::pair<int, int>> lifetimes) {
 Tensor ActivationArena::allocate(int slot, DType dtype, const Shape64 &shape) {
   SlotState &st = slots_[static_cast<size_t>(slot)];
   const int64_t numel = numelOf(shape);
-  if (!st.managed || numel == INT64_MAX || dtype == DType::String) return Tensor(dtype, shape);
+  if (!st.managed || numel == INT64_MAX || dtype == DType::String)
+    return Tensor::uninitialized(dtype, shape);
   const int64_t bytes = numel * static_cast<int64_t>(dtypeSize(dtype));
   if (bytes > st.observed) st.observed = bytes;
   if (st.planned < bytes) {
     stale_ = true;
-    return Tensor(dtype, shape);
+    return Tensor::uninitialized(dtype, shape);
   }
   // The slot's own buffer of an earlier run may still be referenced too: a
   // loop body's output that aliases it is the next iteration's input.
   if (!st.owner.expired()) {
     st.managed = false;
-    return Tensor(dtype, shape);
+    return Tensor::uninitialized(dtype, shape);
   }
   for (int other : st.overlaps)
     if (!slots_[static_cast<size_t>(other)].owner.expired()) {
       st.managed = false; // an alias outlived its slot: never share this one
-      return Tensor(dtype, shape);
+      return Tensor::uninitialized(dtype, shape);
     }
   char *data = arena_.get() + st.offset;
   std::shared_ptr<void> owner(data, [keep = arena_](void *) {});
