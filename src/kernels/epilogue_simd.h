@@ -209,17 +209,17 @@ void applyEpilogueTile(const EpilogueOp *ops, int count, float *c, int64_t ldc, 
       V::store(ci + ldc + L, block[1][1], lanes[1]);
     }
   }
-  constexpr int kBlock = 8;
-  constexpr int kFull[kBlock] = {L, L, L, L, L, L, L, L};
+  constexpr int kBlock = 4;
+  constexpr int kFull[kBlock] = {L, L, L, L};
   for (; i < rows; ++i) {
     float *ci = c + i * ldc;
     int64_t j = 0;
     for (; j + kBlock * L <= cols; j += kBlock * L) {
       T block[1][kBlock];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int b = 0; b < kBlock; ++b) block[0][b] = V::load(ci + j + b * L, L);
       applyOpsBlock<V, 1, kBlock>(block, ops, count, row0 + i, col0 + j, kFull);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int b = 0; b < kBlock; ++b) V::store(ci + j + b * L, block[0][b], L);
     }
     for (; j < cols; j += L) {
