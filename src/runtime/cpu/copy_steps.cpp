@@ -60,27 +60,35 @@ void copyBox(const Tensor &src, const Shape64 &srcOrigin, Tensor &dst, const Sha
 
 bool plainTensor(const RtValue &v) { return v.isTensor() && v.tensor.dtype() != DType::String; }
 
+// Calls f with a value of the unsigned integer type of `elem` bytes (1, 2,
+// 4 or 8), so element copies compile to typed loads and stores; false for
+// other sizes, which the caller copies with memcpy.
+template <class F> bool withWordType(size_t elem, F &&f) {
+  switch (elem) {
+  case 1:
+    return f(uint8_t()), true;
+  case 2:
+    return f(uint16_t()), true;
+  case 4:
+    return f(uint32_t()), true;
+  case 8:
+    return f(uint64_t()), true;
+  default:
+    return false;
+  }
+}
+
 // Copies `count` elements of `elem` bytes, reading every `stride` elements
-// of src (any sign) and writing contiguously: typed for the usual sizes.
+// of src (any sign) and writing contiguously.
 void gatherRun(char *dst, const char *src, int64_t count, int64_t stride, size_t elem) {
-  auto typed = [&](auto zero) {
+  const bool typed = withWordType(elem, [&](auto zero) {
     using T = decltype(zero);
     for (int64_t k = 0; k < count; ++k)
       std::memcpy(dst + k * int64_t(sizeof(T)), src + k * stride * int64_t(sizeof(T)), sizeof(T));
-  };
-  switch (elem) {
-  case 1:
-    return typed(uint8_t());
-  case 2:
-    return typed(uint16_t());
-  case 4:
-    return typed(uint32_t());
-  case 8:
-    return typed(uint64_t());
-  default:
+  });
+  if (!typed)
     for (int64_t k = 0; k < count; ++k)
       std::memcpy(dst + k * int64_t(elem), src + k * stride * int64_t(elem), elem);
-  }
 }
 
 // dst[i] = src[origin + i * step] per dim, any steps (negative too): the
@@ -161,24 +169,11 @@ void transposeTiles(const char *src, char *dst, size_t elem, int64_t rows, int64
       const int64_t g = w / blocksJ, a0 = (w % blocksJ) * T;
       const int64_t hi = g / rowStep, lo = g % rowStep;
       const int64_t r0 = (hi * J + a0) * rowStep + lo, m1 = std::min(T, J - a0);
-      switch (elem) {
-      case 1:
-        tile(uint8_t(), r0, m1);
-        break;
-      case 2:
-        tile(uint16_t(), r0, m1);
-        break;
-      case 4:
-        tile(uint32_t(), r0, m1);
-        break;
-      case 8:
-        tile(uint64_t(), r0, m1);
-        break;
-      default:
-        for (int64_t m = 0; m < m1; ++m)
-          gatherRun(dst + (r0 + m * rowStep) * inner * int64_t(elem),
-                    src + (sourceOffset(r0) + m) * int64_t(elem), inner, innerStride, elem);
-      }
+      if (withWordType(elem, [&](auto zero) { tile(zero, r0, m1); })) continue;
+      const int64_t off = sourceOffset(r0);
+      for (int64_t m = 0; m < m1; ++m)
+        gatherRun(dst + (r0 + m * rowStep) * inner * int64_t(elem), src + (off + m) * int64_t(elem),
+                  inner, innerStride, elem);
     }
   };
   const int64_t work = groups * blocksJ;
