@@ -281,6 +281,20 @@ void requantizeRow(const int32_t *acc, const int32_t *bias, const float *scale, 
   }
 }
 
+// requantizeRow with one bias and scale for the whole row (a conv's output
+// channel): no per-column arrays to fill and load.
+template <class Q>
+void requantizeRowUniform(const int32_t *acc, int32_t bias, float scale, int cols, float below,
+                          float above, float zeroPoint, float lo, float hi, Q *o) {
+  for (int j = 0; j < cols; ++j) {
+    const int32_t v = int32_t(uint32_t(acc[j]) + uint32_t(bias));
+    float x = float(v) * scale;
+    x = std::min(std::max(x, below), above);
+    const float q = std::min(std::max(roundHalfEven(x) + zeroPoint, lo), hi);
+    o[j] = Q(int(q));
+  }
+}
+
 template <class Q>
 void requantizeTile(const Requantize &r, const int32_t *acc, int64_t ldAcc, int64_t row0,
                     int64_t col0, int h, int cols) {
@@ -299,11 +313,25 @@ void requantizeTile(const Requantize &r, const int32_t *acc, int64_t ldAcc, int6
     if (biasPerCol) bias[j] = r.bias[col0 + j];
   }
   alignas(64) Q row[kMaxCols];
+  auto rowScale = [&](int64_t rowIndex) {
+    return r.scaleCount == 1 ? r.scale[0] : r.scale[rowIndex];
+  };
+  if (!scalePerCol && !biasPerCol && r.colStride == 1) { // one scale and bias per row
+    bool finite = true;
+    for (int i = 0; i < h; ++i) finite &= std::isfinite(rowScale(row0 + i));
+    if (finite) {
+      for (int i = 0; i < h; ++i)
+        requantizeRowUniform<Q>(acc + i * ldAcc, r.bias ? r.bias[row0 + i] : 0, rowScale(row0 + i),
+                                cols, below, above, float(r.zeroPoint), lo, hi,
+                                out + (row0 + i) * r.ld + col0);
+      return;
+    }
+  }
   for (int i = 0; i < h; ++i) {
     const int64_t rowIndex = row0 + i;
     bool finite = colsFinite;
     if (!scalePerCol) {
-      const float s = r.scaleCount == 1 ? r.scale[0] : r.scale[rowIndex];
+      const float s = rowScale(rowIndex);
       std::fill(scale, scale + cols, s);
       finite = std::isfinite(s);
     }
@@ -428,6 +456,12 @@ void block(const Plan &pl, const RowPanels &panels, int64_t pm0, int64_t pm1, in
           zb[j] = p.zb.at(col + j) - bShift;
           ct[j] = int32_t(uint32_t(cb[j]) - uint32_t(p.K) * uint32_t(zb[j]));
         }
+        // za'(i) * colTerm(j) for the za' of the rows before, recomputed
+        // only when za' changes (one value for most weights), so the
+        // correction is adds (no vector 32-bit multiply in SSE2).
+        alignas(64) uint32_t colCorr[64];
+        uint32_t corrZa = 0;
+        bool corrValid = false;
         for (int64_t i = g0; i < g1; ++i) {
           const int64_t row = panels.start(i);
           const int h = panels.height(i);
@@ -435,9 +469,18 @@ void block(const Plan &pl, const RowPanels &panels, int64_t pm0, int64_t pm1, in
           for (int r = 0; r < h; ++r) {
             const uint32_t rs = uint32_t(ra[row - rowBase + r]);
             const uint32_t za = uint32_t(p.za.at(row + r) + aShift);
+            if (!corrValid || za != corrZa) {
+              for (int j = 0; j < cols; ++j) colCorr[j] = za * uint32_t(ct[j]);
+              corrZa = za, corrValid = true;
+            }
             int32_t *t = tile + r * nr;
-            for (int j = 0; j < cols; ++j)
-              t[j] = int32_t(uint32_t(t[j]) - uint32_t(zb[j]) * rs - za * uint32_t(ct[j]));
+            if (!p.zb.values) {
+              const uint32_t rowCorr = uint32_t(zb[0]) * rs;
+              for (int j = 0; j < cols; ++j) t[j] = int32_t(uint32_t(t[j]) - rowCorr - colCorr[j]);
+            } else {
+              for (int j = 0; j < cols; ++j)
+                t[j] = int32_t(uint32_t(t[j]) - uint32_t(zb[j]) * rs - colCorr[j]);
+            }
           }
           p.finish.fn(p.finish.ctx, tile, nr, row, col, h, cols);
         }

@@ -1,9 +1,9 @@
 // Packing an 8-bit convolution's im2col panels (igemm_conv.h). Per group of
 // 4 im2col rows (4 consecutive (c, r, s) taps), the panel's output pixels
-// are gathered into 4 byte rows (one contiguous copy per output-row segment
-// at stride 1), then interleaved into the [pixel][4] layout of igemm.h with
-// SSE2 byte/word unpacks, and summed per column for the zero-point
-// correction. Compiled for the baseline ISA (SSE2 on x86-64).
+// are gathered into 4 byte rows (vector copies per output-row segment at
+// stride 1 and 2), then shifted, interleaved into the layout of igemm.h and
+// summed per column for the zero-point correction, 8 columns per SSE2 step.
+// Compiled for the baseline ISA (SSE2 on x86-64).
 #include "kernels/igemm_conv.h"
 
 #include <algorithm>
@@ -19,6 +19,8 @@ namespace kiln::kernels {
 namespace {
 
 constexpr int kMaxNr = 64;
+// Bytes past a gather row's kMaxNr columns that a vector copy may write.
+constexpr int kRowSlack = 16;
 
 // One run of consecutive output pixels within one output row.
 struct Segment {
@@ -46,89 +48,121 @@ SegmentColumns segmentColumns(const ConvShape &cs, const Segment &seg, int64_t s
 }
 
 // Fills row[j0 .. j0 + len) for tap (c, r, s) over one segment with the
-// shifted input bytes (padding: the shifted pad value); `in` is input row
-// ih of channel c, null when ih lies in the padding.
-void gatherTap(const ConvShape &cs, const Segment &seg, const SegmentColumns &g, const uint8_t *in,
-               uint8_t flip, uint8_t pad, uint8_t *row) {
-  const int64_t sw = cs.strideW;
+// input bytes as they are (padding: the pad value); `in` is input row ih of
+// channel c, null when ih lies in the padding. `row` has kRowSlack bytes
+// past its nr columns: a vector copy may write past the segment, into the
+// next segment's columns, which are filled after this one.
+inline void gatherTap(const ConvShape &cs, const Segment &seg, const SegmentColumns &g,
+                      const uint8_t *in, uint8_t pad, uint8_t *row) {
+  // Locals: stores through `out` may alias anything, so fields would be
+  // reloaded after each.
+  const int64_t sw = cs.strideW, W = cs.W, iw0 = g.iw0;
+  const int lo = g.lo, hi = g.hi, len = seg.len;
   uint8_t *out = row + seg.j0;
   if (!in) {
-    std::memset(out, pad, size_t(seg.len));
+    std::memset(out, pad, size_t(len));
     return;
   }
-  std::memset(out, pad, size_t(g.lo));
-  if (sw == 1) {
-    const uint8_t *p = in + g.iw0;
-    for (int t = g.lo; t < g.hi; ++t) out[t] = p[t] ^ flip;
-  } else {
-    int t = g.lo;
+  for (int t = 0; t < lo; ++t) out[t] = pad;
+  int t = lo;
 #if defined(__SSE2__)
-    if (sw == 2) { // 8 outputs from 16 input bytes: their even bytes
-      const __m128i evens = _mm_set1_epi16(0x00FF), flips = _mm_set1_epi8(char(flip));
-      for (; t + 8 <= g.hi && g.iw0 + 2 * t + 16 <= cs.W; t += 8) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + g.iw0 + 2 * t));
-        const __m128i even = _mm_packus_epi16(_mm_and_si128(v, evens), _mm_setzero_si128());
-        _mm_storel_epi64(reinterpret_cast<__m128i *>(out + t), _mm_xor_si128(even, flips));
-      }
+  if (sw == 1 && hi - lo >= 16) {
+    // 16 outputs per copy; the last copy ends at hi, overlapping the one
+    // before (rewriting the same bytes), so the source is never read past
+    // the row.
+    for (; t + 16 <= hi; t += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + t),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + iw0 + t)));
+    if (t < hi)
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + hi - 16),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + iw0 + hi - 16)));
+    t = hi;
+  } else if (sw == 2 && hi - lo >= 8) {
+    // 8 outputs from 16 input bytes, their even bytes; the last 8 outputs
+    // end at hi, from 16 bytes that end at the row's end or one byte
+    // before it (then the odd bytes of the 16 from one byte earlier).
+    const __m128i evens = _mm_set1_epi16(0x00FF);
+    auto even8 = [&](int at, int64_t from, int shift) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + from));
+      v = shift ? _mm_srli_epi16(v, 8) : _mm_and_si128(v, evens);
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(out + at), _mm_packus_epi16(v, v));
+    };
+    for (; t + 8 <= hi && iw0 + 2 * t + 16 <= W; t += 8) even8(t, iw0 + 2 * t, 0);
+    if (t < hi) {
+      const int64_t from = iw0 + 2 * (hi - 8); // >= 0: hi - 8 >= lo
+      if (from + 16 <= W)
+        even8(hi - 8, from, 0), t = hi;
+      else if (from >= 1)
+        even8(hi - 8, from - 1, 1), t = hi;
     }
-#endif
-    for (; t < g.hi; ++t) out[t] = in[g.iw0 + t * sw] ^ flip;
   }
-  std::memset(out + g.hi, pad, size_t(seg.len - g.hi));
+#endif
+  for (; t < hi; ++t) out[t] = in[iw0 + t * sw];
+  for (t = hi; t < len; ++t) out[t] = pad;
 }
 
-// dst[4 * j + t] = rows[t][j] for j < nr (nr a multiple of 8): four k of
-// each column, as bytes.
-void interleave4(const uint8_t (*rows)[kMaxNr], int nr, int8_t *dst) {
 #if defined(__SSE2__)
-  for (int j = 0; j < nr; j += 8) {
-    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(rows[0] + j));
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(rows[1] + j));
-    const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(rows[2] + j));
-    const __m128i d = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(rows[3] + j));
-    const __m128i ab = _mm_unpacklo_epi8(a, b), cd = _mm_unpacklo_epi8(c, d);
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 4 * j), _mm_unpacklo_epi16(ab, cd));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 4 * j + 16), _mm_unpackhi_epi16(ab, cd));
-  }
-#else
-  for (int j = 0; j < nr; ++j)
-    for (int t = 0; t < 4; ++t) dst[4 * j + t] = int8_t(rows[t][j]);
-#endif
+// The 8 bytes at p, top bit flipped when `flip` has it set, as i16 lanes
+// sign-extended from i8 (the shifted B values).
+inline __m128i widenFlipped(const uint8_t *p, __m128i flip) {
+  const __m128i v = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)), flip);
+  return _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
 }
+#endif
 
-// dst[2 * j + t] = i16(i8(rows[t][j])) for j < nr, t < 2: two k of each
-// column, sign-extended (AVX2's layout).
-void interleave2Wide(const uint8_t *row0, const uint8_t *row1, int nr, int16_t *dst) {
+// One group of 4 k (rows[t][j]: tap k0 + t of column j, raw input bytes)
+// into the packed layout, the top bit flipped by `flip` (B's type is i8: a
+// u8 input is shifted by -128), and each column's 4 shifted values added
+// to colAcc[j] (i32). Columns in steps of 8 (nr is a multiple of 8).
+void packGroup(const uint8_t (*rows)[kMaxNr + kRowSlack], int nr, uint8_t flip,
+               const IgemmPanelFormat &f, void *dst, int32_t *colAcc) {
 #if defined(__SSE2__)
+  const __m128i flips = _mm_set1_epi8(char(flip));
   for (int j = 0; j < nr; j += 8) {
-    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row0 + j));
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row1 + j));
-    const __m128i ab = _mm_unpacklo_epi8(a, b);
-    // Each byte twice in an i16, shifted down arithmetically: sign extension.
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 2 * j),
-                     _mm_srai_epi16(_mm_unpacklo_epi8(ab, ab), 8));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + 2 * j + 8),
-                     _mm_srai_epi16(_mm_unpackhi_epi8(ab, ab), 8));
+    const __m128i a = widenFlipped(rows[0] + j, flips), b = widenFlipped(rows[1] + j, flips);
+    const __m128i c = widenFlipped(rows[2] + j, flips), d = widenFlipped(rows[3] + j, flips);
+    if (f.elemBytes == 1) { // [column][4 k] as bytes
+      const __m128i ab = _mm_packs_epi16(a, b), cd = _mm_packs_epi16(c, d); // i8 again
+      const __m128i abLo = _mm_unpacklo_epi8(ab, _mm_srli_si128(ab, 8));
+      const __m128i cdLo = _mm_unpacklo_epi8(cd, _mm_srli_si128(cd, 8));
+      int8_t *out = static_cast<int8_t *>(dst) + 4 * j;
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out), _mm_unpacklo_epi16(abLo, cdLo));
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 16), _mm_unpackhi_epi16(abLo, cdLo));
+    } else { // [column][2 k] as i16, twice: k0, k1 then k2, k3
+      int16_t *out = static_cast<int16_t *>(dst) + 2 * j;
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out), _mm_unpacklo_epi16(a, b));
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 8), _mm_unpackhi_epi16(a, b));
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 2 * nr), _mm_unpacklo_epi16(c, d));
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 2 * nr + 8), _mm_unpackhi_epi16(c, d));
+    }
+    // |sum of 4| <= 512 fits i16; widened to i32 by sign.
+    const __m128i sum = _mm_add_epi16(_mm_add_epi16(a, b), _mm_add_epi16(c, d));
+    __m128i *acc = reinterpret_cast<__m128i *>(colAcc + j);
+    _mm_storeu_si128(
+        acc, _mm_add_epi32(_mm_loadu_si128(acc), _mm_srai_epi32(_mm_unpacklo_epi16(sum, sum), 16)));
+    _mm_storeu_si128(acc + 1, _mm_add_epi32(_mm_loadu_si128(acc + 1),
+                                            _mm_srai_epi32(_mm_unpackhi_epi16(sum, sum), 16)));
   }
 #else
   for (int j = 0; j < nr; ++j) {
-    dst[2 * j] = int8_t(row0[j]);
-    dst[2 * j + 1] = int8_t(row1[j]);
+    int8_t v[4];
+    for (int t = 0; t < 4; ++t) v[t] = int8_t(rows[t][j] ^ flip);
+    if (f.elemBytes == 1) {
+      for (int t = 0; t < 4; ++t) static_cast<int8_t *>(dst)[4 * j + t] = v[t];
+    } else {
+      int16_t *out = static_cast<int16_t *>(dst);
+      out[2 * j] = v[0], out[2 * j + 1] = v[1];
+      out[2 * nr + 2 * j] = v[2], out[2 * nr + 2 * j + 1] = v[3];
+    }
+    colAcc[j] += int32_t(v[0]) + v[1] + v[2] + v[3];
   }
 #endif
 }
 
-void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f, void *dstv,
-               int32_t *colSums) {
-  const Int8ConvSource &src = *static_cast<const Int8ConvSource *>(ctx);
-  const ConvShape &cs = src.shape;
-  const int nr = f.nr;
-  const int64_t outW = cs.outW();
-  const int64_t cg = cs.C / cs.groups, taps = cs.R * cs.S, depth = cg * taps;
-  // B's type is i8: a u8 input is shifted by -128 (flip the top bit).
-  const uint8_t flip = src.isSigned ? 0 : 0x80;
-
-  Segment segs[kMaxNr];
+// The panel's output pixels as runs within one output row. A conv that
+// reads pixel p for output p (1x1, stride 1, no padding) is one long row.
+int panelSegments(const ConvShape &cs, int64_t j0, int cols, bool flat, Segment *segs) {
+  const int64_t outW = flat ? cs.outH() * cs.outW() : cs.outW();
   int nseg = 0;
   for (int j = 0; j < cols;) {
     const int64_t p = j0 + j, oh = p / outW, ow = p % outW;
@@ -136,55 +170,155 @@ void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f,
     segs[nseg++] = {oh, ow, j, len};
     j += len;
   }
-  thread_local std::vector<SegmentColumns> columns; // [segment][s]
-  columns.resize(size_t(nseg * cs.S));
-  for (int g = 0; g < nseg; ++g)
-    for (int64_t sIdx = 0; sIdx < cs.S; ++sIdx)
-      columns[size_t(g * cs.S + sIdx)] = segmentColumns(cs, segs[g], sIdx);
-  const uint8_t pad = src.padValue ^ flip;
-  std::fill(colSums, colSums + nr, 0);
-  alignas(16) uint8_t rows[4][kMaxNr];
-  for (auto &row : rows) std::memset(row, 0, sizeof(row)); // columns >= cols stay 0
-  // Blocks of 4 k: one group of the byte layout, two of the i16 layout
-  // (the packed depth is a multiple of 4 for both).
-  int8_t *bytes = static_cast<int8_t *>(dstv);
-  int16_t *wide = static_cast<int16_t *>(dstv);
+  return nseg;
+}
+
+// Packs the 4-k groups of one panel; fill(t, c, r, s) gathers tap (c, r, s)
+// of every column into row t.
+template <class Fill>
+void packTaps(const ConvShape &cs, int nr, int cols, uint8_t padValue, uint8_t flip,
+              const IgemmPanelFormat &f, void *dstv, int32_t *colSums, Fill &&fill) {
+  const int64_t depth = cs.C / cs.groups * cs.R * cs.S;
+  // Columns >= cols keep the pad value: packed, multiplied, never stored.
+  alignas(16) uint8_t rows[4][kMaxNr + kRowSlack];
+  std::memset(rows, padValue, sizeof(rows));
+  alignas(16) int32_t colAcc[kMaxNr] = {};
+  // Groups of 4 k: one group of the byte layout, two of the i16 layout (the
+  // packed depth is a multiple of 4 for both).
+  uint8_t *dst = static_cast<uint8_t *>(dstv);
+  const int64_t groupBytes = 4 * int64_t(nr) * f.elemBytes;
   int64_t c = 0, r = 0, sCol = 0; // tap k = (c * R + r) * S + sCol, advanced per k
-  for (int64_t k0 = 0; k0 < depth; k0 += 4) {
-    for (int t = 0; t < 4; ++t) {
-      if (k0 + t >= depth) {
-        std::memset(rows[t], 0, size_t(nr));
-        continue;
-      }
-      const uint8_t *plane = src.x + c * cs.H * cs.W;
-      for (int g = 0; g < nseg; ++g) {
-        const int64_t ih = segs[g].oh * cs.strideH - cs.padTop + r * cs.dilationH;
-        const uint8_t *in = ih >= 0 && ih < cs.H ? plane + ih * cs.W : nullptr;
-        gatherTap(cs, segs[g], columns[size_t(g * cs.S + sCol)], in, flip, pad, rows[t]);
-      }
+  for (int64_t k0 = 0; k0 < depth; k0 += 4, dst += groupBytes) {
+    for (int t = 0; t < 4 && k0 + t < depth; ++t) {
+      fill(rows[t], c, r, sCol);
       if (++sCol == cs.S) {
         sCol = 0;
         if (++r == cs.R) r = 0, ++c;
       }
     }
-    if (f.elemBytes == 1) {
-      interleave4(rows, nr, bytes);
-      bytes += 4 * nr;
-    } else {
-      interleave2Wide(rows[0], rows[1], nr, wide);
-      interleave2Wide(rows[2], rows[3], nr, wide + 2 * nr);
-      wide += 4 * nr;
-    }
-    for (int j = 0; j < cols; ++j)
-      colSums[j] += int32_t(int8_t(rows[0][j])) + int8_t(rows[1][j]) + int8_t(rows[2][j]) +
-                    int8_t(rows[3][j]);
+    if (k0 + 4 > depth) // the last, partial group: k past the depth are zero
+      for (int t = int(depth - k0); t < 4; ++t) std::memset(rows[t], flip, sizeof(rows[t]));
+    packGroup(rows, nr, flip, f, dst, colAcc);
   }
+  for (int j = 0; j < nr; ++j) colSums[j] = j < cols ? colAcc[j] : 0;
+}
+
+// len values from `in` at stride sw into out (which has kRowSlack bytes of
+// room past len); vector loads while they end before `end`.
+inline void copyStrided(const uint8_t *in, int64_t sw, int len, const uint8_t *end, uint8_t *out) {
+  int t = 0;
+#if defined(__SSE2__)
+  if (sw == 1) {
+    for (; t < len && in + t + 16 <= end; t += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + t),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + t)));
+  } else if (sw == 2) {
+    const __m128i evens = _mm_set1_epi16(0x00FF);
+    for (; t < len && in + 2 * t + 16 <= end; t += 8) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + 2 * t));
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(out + t),
+                       _mm_packus_epi16(_mm_and_si128(v, evens), _mm_setzero_si128()));
+    }
+  }
+#endif
+  for (; t < len; ++t) out[t] = in[t * sw];
+}
+
+// Every tap in bounds (src.padded: the padding is in the buffer, or the
+// conv has none): each tap of a segment is one strided copy, no checks.
+void packPanelPadded(const Int8ConvSource &src, int64_t j0, int cols, const IgemmPanelFormat &f,
+                     void *dst, int32_t *colSums) {
+  const ConvShape &cs = src.shape;
+  const int64_t Hp = src.paddedH, Wp = src.paddedW;
+  const bool flat = cs.R == 1 && cs.S == 1 && cs.strideH == 1 && cs.strideW == 1 && Hp == cs.H &&
+                    Wp == cs.W; // pixel p reads input p: one row of H * W
+  Segment segs[kMaxNr];
+  const int nseg = panelSegments(cs, j0, cols, flat, segs);
+  const uint8_t *base[kMaxNr];
+  for (int g = 0; g < nseg; ++g)
+    base[g] = flat ? src.padded + segs[g].ow0
+                   : src.padded + segs[g].oh * cs.strideH * Wp + segs[g].ow0 * cs.strideW;
+  const int64_t sw = cs.strideW;
+  packTaps(cs, f.nr, cols, src.padValue, src.isSigned ? 0 : 0x80, f, dst, colSums,
+           [&](uint8_t *row, int64_t c, int64_t r, int64_t s) {
+             const int64_t off = (c * Hp + r * cs.dilationH) * Wp + s * cs.dilationW;
+             for (int g = 0; g < nseg; ++g)
+               copyStrided(base[g] + off, sw, segs[g].len, src.paddedEnd, row + segs[g].j0);
+           });
+}
+
+void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f, void *dst,
+               int32_t *colSums) {
+  const Int8ConvSource &src = *static_cast<const Int8ConvSource *>(ctx);
+  if (src.padded) {
+    packPanelPadded(src, j0, cols, f, dst, colSums);
+    return;
+  }
+  const ConvShape &cs = src.shape;
+  Segment segs[kMaxNr];
+  const int nseg = panelSegments(cs, j0, cols, false, segs);
+  thread_local std::vector<SegmentColumns> columns; // [segment][s]
+  columns.resize(size_t(nseg * cs.S));
+  for (int g = 0; g < nseg; ++g)
+    for (int64_t sIdx = 0; sIdx < cs.S; ++sIdx)
+      columns[size_t(g * cs.S + sIdx)] = segmentColumns(cs, segs[g], sIdx);
+  packTaps(cs, f.nr, cols, src.padValue, src.isSigned ? 0 : 0x80, f, dst, colSums,
+           [&](uint8_t *row, int64_t c, int64_t r, int64_t s) {
+             const uint8_t *plane = src.x + c * cs.H * cs.W;
+             for (int g = 0; g < nseg; ++g) {
+               const int64_t ih = segs[g].oh * cs.strideH - cs.padTop + r * cs.dilationH;
+               const uint8_t *in = ih >= 0 && ih < cs.H ? plane + ih * cs.W : nullptr;
+               gatherTap(cs, segs[g], columns[size_t(g * cs.S + s)], in, src.padValue, row);
+             }
+           });
 }
 
 } // namespace
 
 IgemmBSource int8ConvPanels(const Int8ConvSource *ctx) {
   return {packPanel, ctx};
+}
+
+size_t int8ConvPaddedBytes(const ConvShape &s) {
+  const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
+  return size_t(s.C * Hp * Wp) + kPaddedSlack;
+}
+
+void int8ConvPadImage(const ConvShape &s, const uint8_t *x, uint8_t padValue, uint8_t *dst) {
+  const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
+  for (int64_t c = 0; c < s.C; ++c) {
+    uint8_t *plane = dst + c * Hp * Wp;
+    std::memset(plane, padValue, size_t(s.padTop * Wp));
+    for (int64_t h = 0; h < s.H; ++h) {
+      uint8_t *row = plane + (s.padTop + h) * Wp;
+      std::memset(row, padValue, size_t(s.padLeft));
+      std::memcpy(row + s.padLeft, x + (c * s.H + h) * s.W, size_t(s.W));
+      std::memset(row + s.padLeft + s.W, padValue, size_t(s.padRight));
+    }
+    std::memset(plane + (s.padTop + s.H) * Wp, padValue, size_t(s.padBottom * Wp));
+  }
+  std::memset(dst + s.C * Hp * Wp, padValue, kPaddedSlack);
+}
+
+Int8ConvSource int8ConvSourceFor(const ConvShape &s, const uint8_t *image,
+                                 const uint8_t *paddedImage, int64_t group, bool isSigned,
+                                 uint8_t padValue) {
+  const int64_t cg = s.C / s.groups;
+  Int8ConvSource src;
+  src.x = image + group * cg * s.H * s.W;
+  src.shape = s;
+  src.isSigned = isSigned;
+  src.padValue = padValue;
+  const bool padding = s.padTop + s.padLeft + s.padBottom + s.padRight > 0;
+  src.paddedH = s.H + s.padTop + s.padBottom, src.paddedW = s.W + s.padLeft + s.padRight;
+  if (!padding) { // the input itself: reads stay inside this group's channels
+    src.padded = src.x;
+    src.paddedEnd = src.x + cg * s.H * s.W;
+  } else if (paddedImage) {
+    src.padded = paddedImage + group * cg * src.paddedH * src.paddedW;
+    src.paddedEnd = paddedImage + s.C * src.paddedH * src.paddedW + kPaddedSlack;
+  }
+  return src;
 }
 
 } // namespace kiln::kernels

@@ -91,6 +91,20 @@ double highest(DType t) {
 }
 
 int saturateRounded(kir::KernelBuilder &b, DType to, DType from, int rounded, int zp) {
+  if (from == DType::F32 && dtypeSize(to) <= 2) {
+    // The same in f32, half the vector width of f64: an 8/16-bit zero point
+    // is exact in f32, and so is rounded + zp while |rounded| < 2^24 - 2^16;
+    // beyond that the inexact sum still lies past the clamp bound it would
+    // have reached. Compare-and-select clamps (x86 max/min instructions)
+    // instead of NaN-propagating Max/Min: NaN is selected away after.
+    const int v = b.binary(Opcode::Add, DType::F32, rounded, b.cast(DType::F32, DType::F64, zp));
+    const int isNan = b.compare(Opcode::Ne, DType::F32, v, v);
+    const int lo = b.constant(DType::F32, lowest(to)), hi = b.constant(DType::F32, highest(to));
+    int clamped = b.select(DType::F32, b.compare(Opcode::Lt, DType::F32, v, lo), lo, v);
+    clamped = b.select(DType::F32, b.compare(Opcode::Gt, DType::F32, clamped, hi), hi, clamped);
+    clamped = b.select(DType::F32, isNan, b.constant(DType::F32, 0), clamped);
+    return b.cast(to, DType::F32, clamped);
+  }
   const int v = b.binary(Opcode::Add, DType::F64, convert(b, DType::F64, from, rounded), zp);
   const int isNan = b.compare(Opcode::Ne, DType::F64, v, v);
   int clamped = b.binary(Opcode::Max, DType::F64, v, b.constant(DType::F64, lowest(to)));

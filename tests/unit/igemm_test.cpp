@@ -210,31 +210,114 @@ TEST(Igemm, RequantizeMatchesInterpreter) {
         }
 }
 
+// Conv geometries of the tests below: strides 1-3, pads that take whole
+// taps off the input, dilation, groups, 1-D; rows long enough for the vector
+// gathers (stride 1: 16 outputs per copy, 2: 8) with their overlapping last
+// copy, odd widths, a 1x1 conv.
+struct Geometry {
+  int64_t C, H, W, K, R, S, stride, pad, dilation, groups;
+};
+const Geometry kConvGeometries[] = {
+    {3, 64, 64, 16, 3, 3, 2, 1, 1, 1}, {16, 13, 37, 8, 3, 3, 2, 1, 1, 1},
+    {8, 9, 11, 12, 3, 3, 1, 1, 1, 4},  {5, 7, 40, 6, 1, 5, 3, 2, 1, 1},
+    {4, 10, 10, 4, 3, 3, 1, 2, 2, 2},  {32, 6, 6, 64, 1, 1, 1, 0, 1, 1},
+    {2, 1, 50, 3, 1, 7, 2, 3, 1, 1},   {6, 5, 5, 6, 5, 5, 2, 4, 1, 6},
+    {8, 5, 40, 8, 3, 3, 1, 1, 1, 1},   {4, 6, 33, 4, 1, 3, 1, 0, 1, 1},
+    {3, 9, 45, 8, 3, 3, 2, 1, 1, 1},   {5, 4, 70, 6, 1, 1, 1, 0, 1, 1},
+    {2, 3, 67, 4, 3, 5, 2, 2, 1, 1}};
+
+ConvShape convShapeOf(const Geometry &g) {
+  ConvShape cs;
+  cs.C = g.C, cs.H = g.H, cs.W = g.W, cs.K = g.K, cs.R = g.R, cs.S = g.S;
+  cs.strideH = cs.strideW = g.stride;
+  cs.dilationH = cs.dilationW = g.dilation;
+  cs.padTop = cs.padLeft = cs.padBottom = cs.padRight = g.pad;
+  cs.groups = g.groups;
+  return cs;
+}
+
+// The im2col panel source against its definition, in every panel format
+// (whatever this CPU runs: VNNI's 4-byte groups in 64-column panels too),
+// every panel of every geometry, reading the input with bounds checks and
+// in bounds (a padded copy, or the input itself without padding): element
+// (k, j) of the shifted im2col matrix at its place in the layout of
+// igemm.h, and the column sums.
+TEST(Igemm, Int8ConvPanelsMatchTheirDefinition) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const IgemmPanelFormat formats[] = {{16, 2, 2}, {16, 4, 1}, {32, 4, 1}, {64, 4, 1}, {64, 2, 2}};
+  for (const Geometry &g : kConvGeometries)
+    for (bool xSigned : {false, true})
+      for (bool padded : {false, true}) {
+        const ConvShape cs = convShapeOf(g);
+        // The whole image; the panels of its last group (offsets, end bound).
+        std::vector<uint8_t> image(size_t(g.C * g.H * g.W));
+        for (auto &v : image) v = uint8_t(byte(rng));
+        const int64_t group = g.groups - 1;
+        const uint8_t *x = image.data() + group * (g.C / g.groups) * g.H * g.W;
+        const uint8_t padValue = uint8_t(byte(rng));
+        std::vector<uint8_t> paddedImage(int8ConvPaddedBytes(cs));
+        int8ConvPadImage(cs, image.data(), padValue, paddedImage.data());
+        Int8ConvSource src;
+        if (padded) {
+          src = int8ConvSourceFor(cs, image.data(), paddedImage.data(), group, xSigned, padValue);
+          ASSERT_NE(src.padded, nullptr);
+        } else {
+          src.x = x, src.shape = cs, src.isSigned = xSigned, src.padValue = padValue;
+        }
+        const IgemmBSource panels = int8ConvPanels(&src);
+        const int64_t depth = g.C / g.groups * g.R * g.S, P = cs.outH() * cs.outW();
+        const int64_t depthPadded = (depth + 3) / 4 * 4;
+        const uint8_t flip = xSigned ? 0 : 0x80;
+        for (const IgemmPanelFormat &f : formats)
+          for (int64_t j0 = 0; j0 < P; j0 += f.nr) {
+            const int cols = int(std::min<int64_t>(f.nr, P - j0));
+            std::vector<uint8_t> dst(size_t(depthPadded * f.nr * f.elemBytes) + 64);
+            std::vector<int32_t> sums(size_t(f.nr), -1);
+            panels.pack(&src, j0, cols, f, dst.data(), sums.data());
+            for (int j = 0; j < f.nr; ++j) {
+              int32_t sum = 0;
+              for (int64_t k = 0; k < depthPadded; ++k) {
+                int32_t expect = 0; // k past the depth: 0
+                if (k < depth) {
+                  const int64_t c = k / (g.R * g.S), r = k / g.S % g.R, sc = k % g.S;
+                  const int64_t p = j0 + j, oh = p / cs.outW(), ow = p % cs.outW();
+                  const int64_t ih = oh * g.stride - g.pad + r * g.dilation;
+                  const int64_t iw = ow * g.stride - g.pad + sc * g.dilation;
+                  const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+                  expect =
+                      int8_t((inside ? x[size_t((c * g.H + ih) * g.W + iw)] : src.padValue) ^ flip);
+                }
+                const int64_t at = (k / f.kGroup) * f.nr * f.kGroup + j * f.kGroup + k % f.kGroup;
+                const int32_t got =
+                    f.elemBytes == 1 ? int32_t(int8_t(dst[size_t(at)]))
+                                     : int32_t(reinterpret_cast<const int16_t *>(dst.data())[at]);
+                if (j < cols) {
+                  ASSERT_EQ(got, expect) << "geometry C" << g.C << " W" << g.W << " s" << g.stride
+                                         << " nr " << f.nr << " bytes " << f.elemBytes << " panel "
+                                         << j0 << " column " << j << " k " << k;
+                  sum += expect;
+                }
+              }
+              ASSERT_EQ(sums[size_t(j)], j < cols ? sum : 0)
+                  << "column sum " << j << " panel " << j0;
+            }
+          }
+      }
+}
+
 // The 8-bit conv as IntConvStep runs it (weights packed as A per group, the
-// im2col panel source as B, i32 out) against a direct convolution in i64:
-// strides 1-3 (the stride-2 gather has a vector path), pads that take
-// whole taps off the input, dilation, groups, 1-D, u8 and i8 inputs.
+// im2col panel source as B, i32 out) against a direct convolution in i64,
+// on the geometries above with u8 and i8 inputs. Single-group geometries
+// read in bounds only: the panel test above covers both reads on each.
 TEST(Igemm, Int8ConvMatchesDirectConvolution) {
   runtime::ThreadPool pool(2);
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> byte(0, 255);
-  struct Geometry {
-    int64_t C, H, W, K, R, S, stride, pad, dilation, groups;
-  };
-  const Geometry geometries[] = {
-      {3, 64, 64, 16, 3, 3, 2, 1, 1, 1}, {16, 13, 37, 8, 3, 3, 2, 1, 1, 1},
-      {8, 9, 11, 12, 3, 3, 1, 1, 1, 4},  {5, 7, 40, 6, 1, 5, 3, 2, 1, 1},
-      {4, 10, 10, 4, 3, 3, 1, 2, 2, 2},  {32, 6, 6, 64, 1, 1, 1, 0, 1, 1},
-      {2, 1, 50, 3, 1, 7, 2, 3, 1, 1},   {6, 5, 5, 6, 5, 5, 2, 4, 1, 6}};
   for (IgemmIsa isa : isas())
-    for (const Geometry &g : geometries)
+    for (const Geometry &g : kConvGeometries)
       for (bool xSigned : {false, true}) {
-        ConvShape cs;
-        cs.C = g.C, cs.H = g.H, cs.W = g.W, cs.K = g.K, cs.R = g.R, cs.S = g.S;
-        cs.strideH = cs.strideW = g.stride;
-        cs.dilationH = cs.dilationW = g.dilation;
-        cs.padTop = cs.padLeft = cs.padBottom = cs.padRight = g.pad;
-        cs.groups = g.groups;
+        const ConvShape cs = convShapeOf(g);
         ASSERT_TRUE(cs.valid());
         const int64_t cg = g.C / g.groups, kg = g.K / g.groups, depth = cg * g.R * g.S;
         const int64_t outH = cs.outH(), outW = cs.outW(), P = outH * outW;
@@ -249,14 +332,22 @@ TEST(Igemm, Int8ConvMatchesDirectConvolution) {
           return xSigned ? int32_t(int8_t(v)) : int32_t(v);
         };
         std::vector<int32_t> y(size_t(g.K * P), 0);
+        std::vector<uint8_t> paddedImage(int8ConvPaddedBytes(cs));
+        int8ConvPadImage(cs, x.data(), uint8_t(xZp), paddedImage.data());
         for (int64_t grp = 0; grp < g.groups; ++grp) {
           const PackedInt8 a =
               PackedInt8::packA(kg, depth, {w.data() + grp * kg * depth, depth, true, false}, isa);
+          // Odd groups read the input with bounds checks, even ones in
+          // bounds (as IntConvStep: a padded copy, or x without padding).
           Int8ConvSource src;
-          src.x = x.data() + grp * cg * g.H * g.W;
-          src.shape = cs;
-          src.isSigned = xSigned;
-          src.padValue = uint8_t(xZp);
+          if (grp % 2 == 0) {
+            src = int8ConvSourceFor(cs, x.data(), paddedImage.data(), grp, xSigned, uint8_t(xZp));
+          } else {
+            src.x = x.data() + grp * cg * g.H * g.W;
+            src.shape = cs;
+            src.isSigned = xSigned;
+            src.padValue = uint8_t(xZp);
+          }
           IgemmProblem p;
           p.M = kg, p.N = P, p.K = depth;
           p.packedA = &a;

@@ -85,13 +85,19 @@ Status IntConvStep::run(Frame &frame, ExecContext &ctx) const {
   Tensor y = frame.allocate(out_, outType,
                             oneD_ ? Shape64{s.N, s.K, s.outW()} : Shape64{s.N, s.K, s.outH(), s.outW()});
   const size_t outElem = dtypeSize(outType);
-  for (int64_t n = 0; n < s.N; ++n)
+  // A padded copy of each image makes every tap of the im2col panels an
+  // in-bounds strided copy (the padding checks per tap and panel were most
+  // of a small conv's time); a conv without padding reads x in place.
+  const bool padding = s.padTop + s.padLeft + s.padBottom + s.padRight > 0;
+  thread_local std::vector<uint8_t> paddedImage;
+  if (padding) paddedImage.resize(kernels::int8ConvPaddedBytes(one));
+  for (int64_t n = 0; n < s.N; ++n) {
+    const uint8_t *image = static_cast<const uint8_t *>(x.raw()) + n * s.C * s.H * s.W;
+    if (padding) kernels::int8ConvPadImage(one, image, uint8_t(xZp), paddedImage.data());
     for (int64_t g = 0; g < s.groups; ++g) {
-      kernels::Int8ConvSource src;
-      src.x = static_cast<const uint8_t *>(x.raw()) + (n * s.C + g * cg) * s.H * s.W;
-      src.shape = s;
-      src.isSigned = x.dtype() == DType::I8;
-      src.padValue = uint8_t(xZp);
+      const kernels::Int8ConvSource src =
+          kernels::int8ConvSourceFor(one, image, padding ? paddedImage.data() : nullptr, g,
+                                     x.dtype() == DType::I8, uint8_t(xZp));
       kernels::IgemmProblem p;
       p.M = kg, p.N = P, p.K = depth;
       p.packedA = &packed_[size_t(g)];
@@ -115,6 +121,7 @@ Status IntConvStep::run(Frame &frame, ExecContext &ctx) const {
       p.finish = qlinear_ ? kernels::requantize(&rq) : kernels::storeI32(&store);
       kernels::igemm(p);
     }
+  }
   frame.slots[size_t(out_)] = RtValue(std::move(y));
   return Status::success();
 }
