@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kernels/epilogue.h"
+#include "kernels/gemm_microkernel.h"
 #include "support/erfc_poly.h"
 
 namespace kiln::kernels::detail::simd {
@@ -92,6 +93,25 @@ template <class V> __attribute__((noinline)) typename V::T geluTanh(typename V::
 template <class V> inline typename V::T hardSigmoid(typename V::T x, float a, float b) {
   auto t = V::fmadd(V::set1(a), x, V::set1(b));
   return V::max(V::min(t, V::set1(1.0f)), V::set1(0.0f));
+}
+
+// The single op `op` of epilogue form F (gemm_microkernel.h; not
+// kGeneral) on an R x C block of vectors held in registers, compiled in.
+template <class V, EpilogueForm F, int R, int C>
+__attribute__((always_inline)) inline void applyFormBlock(typename V::T (&v)[R][C],
+                                                          const EpilogueOp &op) {
+  const float a = op.a, b = op.b;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      if constexpr (F == EpilogueForm::kRelu) v[r][c] = V::max(v[r][c], V::set1(0.0f));
+      if constexpr (F == EpilogueForm::kClip)
+        v[r][c] = V::min(V::max(v[r][c], V::set1(a)), V::set1(b));
+      if constexpr (F == EpilogueForm::kHardSwish)
+        v[r][c] = V::mul(v[r][c], hardSigmoid<V>(v[r][c], a, b));
+      if constexpr (F == EpilogueForm::kSilu) v[r][c] = V::mul(v[r][c], sigmoid<V>(v[r][c]));
+    }
 }
 
 // Runs ops[0..count) on an R x C block of vectors held in registers: v[r][c]

@@ -34,10 +34,13 @@ __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float
   return acc;
 }
 
+// kForm: the fused epilogue (an EpilogueForm), or kPlain for none.
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn: a
 // conv's input rows, no im2col copy), else from the packed panel at pb + k
 // * kNr.
-template <int H, bool kFused, bool kDirect = false>
+constexpr int kPlain = -1;
+
+template <int H, int kForm, bool kDirect = false>
 __attribute__((always_inline)) inline void
 tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta, int64_t cols,
      const float *rowBias, const TileOps &epi, const int32_t *boff = nullptr) {
@@ -83,11 +86,13 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
     acc[i][0] = finish(acc[i][0], c0, beta, vbeta);
     acc[i][1] = finish(acc[i][1], c1, beta, vbeta);
   }
-  if constexpr (kFused) {
+  if constexpr (kForm == int(EpilogueForm::kGeneral)) {
     // Lanes past the tile's columns compute garbage that is never stored;
     // their loads of row/column data are masked off.
     const int lanes[2] = {cols < 8 ? int(cols) : 8, cols > 8 ? int(cols - 8) : 0};
     simd::applyOpsBlock<Avx2, H, 2>(acc, epi.ops, epi.count, epi.row0, epi.col0, lanes);
+  } else if constexpr (kForm != kPlain) {
+    simd::applyFormBlock<Avx2, EpilogueForm(kForm), H, 2>(acc, epi.ops[0]);
   }
 #pragma GCC unroll 6
   for (int i = 0; i < H; ++i) {
@@ -105,20 +110,27 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
             int64_t cols, const float *rowBias) {
-  tile<H, false>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{});
+  tile<H, kPlain>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{});
 }
 
 template <int H>
 void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c, int64_t ldc,
             float beta, const float *rowBias) {
-  tile<H, false, true>(kc, pa, b, c, ldc, beta, kNr, rowBias, TileOps{}, boff);
+  tile<H, kPlain, true>(kc, pa, b, c, ldc, beta, kNr, rowBias, TileOps{}, boff);
 }
 
-template <int H>
+template <int H, EpilogueForm F>
 void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
            int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount, int64_t row0,
            int64_t col0) {
-  tile<H, true>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{ops, opCount, row0, col0});
+  tile<H, int(F)>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{ops, opCount, row0, col0});
+}
+
+// fused<h, F> for h = 1..kMr into table[F].
+template <EpilogueForm F> void addFused(GemmKernelInfo &info) {
+  const FusedKernelFn kernels[] = {nullptr,     fused<1, F>, fused<2, F>, fused<3, F>,
+                                   fused<4, F>, fused<5, F>, fused<6, F>};
+  for (int h = 1; h <= kMr; ++h) info.fused[int(F)][h] = kernels[h];
 }
 
 // 8 chains: 2 per panel, 4 panels.
@@ -152,11 +164,14 @@ GemmKernelInfo gemmKernelAvx2() {
   GemmKernelInfo info{
       kMr, kNr,  256,
       768, 4096, {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>}};
-  const FusedKernelFn withEpilogue[] = {nullptr,  fused<1>, fused<2>, fused<3>,
-                                        fused<4>, fused<5>, fused<6>};
   const DirectKernelFn inPlace[] = {nullptr,   direct<1>, direct<2>, direct<3>,
                                     direct<4>, direct<5>, direct<6>};
-  for (int h = 1; h <= kMr; ++h) info.fused[h] = withEpilogue[h], info.direct[h] = inPlace[h];
+  for (int h = 1; h <= kMr; ++h) info.direct[h] = inPlace[h];
+  addFused<EpilogueForm::kGeneral>(info);
+  addFused<EpilogueForm::kRelu>(info);
+  addFused<EpilogueForm::kClip>(info);
+  addFused<EpilogueForm::kHardSwish>(info);
+  addFused<EpilogueForm::kSilu>(info);
   info.row1x4 = row1x4;
   return info;
 }

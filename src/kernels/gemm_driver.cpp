@@ -106,9 +106,28 @@ int64_t packBufferFloatsB(const GemmProblem &p, const GemmKernelInfo &ki, int64_
   return roundUp(nc, ki.nr) * sliceDepth(p.K, ki.kc);
 }
 
+EpilogueForm epilogueFormOf(const EpilogueOp *ops, int count) {
+  if (count != 1) return EpilogueForm::kGeneral;
+  switch (ops[0].kind) {
+  case EpilogueKind::kRelu:
+    return EpilogueForm::kRelu;
+  case EpilogueKind::kClip:
+    return EpilogueForm::kClip;
+  case EpilogueKind::kHardSwish:
+    return EpilogueForm::kHardSwish;
+  case EpilogueKind::kSilu:
+    return EpilogueForm::kSilu;
+  default:
+    return EpilogueForm::kGeneral;
+  }
+}
+
 void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &panels, int64_t panel0,
                int64_t panel1, int64_t j0, int64_t n, int64_t nc, float *aBuf, float *bBuf) {
   const GemmKernelInfo &ki = k.info;
+  // The fused kernels of this epilogue's form, else the general ones.
+  const FusedKernelFn *fusedKernels = ki.fused[int(epilogueFormOf(p.ops, p.opCount))];
+  if (!fusedKernels[1]) fusedKernels = ki.fused[int(EpilogueForm::kGeneral)];
   const int nr = ki.nr;
   const int64_t kcMax = sliceDepth(p.K, ki.kc);
   const int64_t nPad = roundUp(p.N, nr);
@@ -169,12 +188,12 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
             float *c = p.c + row * p.ldc + col;
             const float *bias = pc == 0 && p.rowBias ? p.rowBias + row : nullptr;
             const float *pai = pa + (row - rowBase) * kc;
-            const bool fused = epilogue && !direct && ki.fused[h];
+            const bool fused = epilogue && !direct && fusedKernels[h];
             if (direct)
               ki.direct[h](kc, pai, direct, p.b.offsets + pc, c, p.ldc, beta, bias);
             else if (fused)
-              ki.fused[h](kc, pai, pbq, c, p.ldc, beta, cols, bias, p.ops, p.opCount,
-                          p.epiRow0 + row, p.epiCol0 + col);
+              fusedKernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias, p.ops, p.opCount,
+                              p.epiRow0 + row, p.epiCol0 + col);
             else
               ki.kernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias);
             if (epilogue && !fused)

@@ -141,6 +141,10 @@ struct GemmProblem {
 // (beta == 0: then "+ bias" commutes with nothing).
 void hoistRowBias(GemmProblem &p);
 
+// The fused-kernel form of an op list (gemm_microkernel.h): a lone
+// activation with a compiled-in kernel, else kGeneral.
+EpilogueForm epilogueFormOf(const EpilogueOp *ops, int count);
+
 // Floats of the packing buffers gemmBlock needs (A: 0 when pre-packed).
 int64_t packBufferFloatsA(const GemmProblem &p, const GemmKernelInfo &ki);
 int64_t packBufferFloatsB(const GemmProblem &p, const GemmKernelInfo &ki, int64_t nc);

@@ -84,7 +84,7 @@ Epilogue makeEpilogue(int variant, const EpilogueData &d, int64_t P) {
                int64_t ld = 0) {
     return EpilogueOp{k, a, b, data, ld};
   };
-  switch (variant % 12) {
+  switch (variant % 13) {
   case 0:
     break;
   case 1:
@@ -123,6 +123,9 @@ Epilogue makeEpilogue(int variant, const EpilogueData &d, int64_t P) {
   case 11:
     ep.push(op(EpilogueKind::kAddTensor, 0, 0, d.residual.data(), P));
     ep.push(op(EpilogueKind::kSilu));
+    break;
+  case 12: // alone: its own compiled-in fused kernel (as ReLU, SiLU, Clip)
+    ep.push(op(EpilogueKind::kHardSwish, 1.0f / 6, 0.5f));
     break;
   }
   return ep;
@@ -299,7 +302,7 @@ TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
   runtime::ThreadPool pool(threads);
   for (const ConvShape &s : {shape(2, 12, 9, 10, 20, 3, 3, 1, 1), shape(1, 16, 11, 12, 16, 1, 1),
                              shape(2, 12, 9, 10, 12, 3, 3, 2, 1, 12)})
-    for (int variant = 0; variant < 12; ++variant) {
+    for (int variant = 0; variant < 13; ++variant) {
       check(s, true, variant, isa, pool, true);
       if (HasFatalFailure()) return;
     }
