@@ -95,16 +95,23 @@ template <class V> inline typename V::T hardSigmoid(typename V::T x, float a, fl
   return V::max(V::min(t, V::set1(1.0f)), V::set1(0.0f));
 }
 
-// The single op `op` of epilogue form F (gemm_microkernel.h; not
-// kGeneral) on an R x C block of vectors held in registers, compiled in.
+// The ops of epilogue form F (gemm_microkernel.h; not kGeneral) on an R x C
+// block of vectors held in registers, compiled in; coordinates as
+// applyOpsBlock's.
 template <class V, EpilogueForm F, int R, int C>
-__attribute__((always_inline)) inline void applyFormBlock(typename V::T (&v)[R][C],
-                                                          const EpilogueOp &op) {
+__attribute__((always_inline)) inline void
+applyFormBlock(typename V::T (&v)[R][C], const EpilogueOp *ops, int64_t row0, int64_t col0,
+               const int (&lanes)[C]) {
+  const EpilogueOp op = ops[0];
   const float a = op.a, b = op.b;
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
+      if constexpr (F == EpilogueForm::kAddRelu) {
+        const float *residual = op.data + (row0 + r) * op.ld + col0 + c * V::kLanes;
+        v[r][c] = V::max(V::add(v[r][c], V::load(residual, lanes[c])), V::set1(0.0f));
+      }
       if constexpr (F == EpilogueForm::kRelu) v[r][c] = V::max(v[r][c], V::set1(0.0f));
       if constexpr (F == EpilogueForm::kClip)
         v[r][c] = V::min(V::max(v[r][c], V::set1(a)), V::set1(b));

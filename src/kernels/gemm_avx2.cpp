@@ -86,13 +86,15 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
     acc[i][0] = finish(acc[i][0], c0, beta, vbeta);
     acc[i][1] = finish(acc[i][1], c1, beta, vbeta);
   }
-  if constexpr (kForm == int(EpilogueForm::kGeneral)) {
+  if constexpr (kForm != kPlain) {
     // Lanes past the tile's columns compute garbage that is never stored;
     // their loads of row/column data are masked off.
     const int lanes[2] = {cols < 8 ? int(cols) : 8, cols > 8 ? int(cols - 8) : 0};
-    simd::applyOpsBlock<Avx2, H, 2>(acc, epi.ops, epi.count, epi.row0, epi.col0, lanes);
-  } else if constexpr (kForm != kPlain) {
-    simd::applyFormBlock<Avx2, EpilogueForm(kForm), H, 2>(acc, epi.ops[0]);
+    if constexpr (kForm == int(EpilogueForm::kGeneral))
+      simd::applyOpsBlock<Avx2, H, 2>(acc, epi.ops, epi.count, epi.row0, epi.col0, lanes);
+    else
+      simd::applyFormBlock<Avx2, EpilogueForm(kForm), H, 2>(acc, epi.ops, epi.row0, epi.col0,
+                                                             lanes);
   }
 #pragma GCC unroll 6
   for (int i = 0; i < H; ++i) {
@@ -172,6 +174,7 @@ GemmKernelInfo gemmKernelAvx2() {
   addFused<EpilogueForm::kClip>(info);
   addFused<EpilogueForm::kHardSwish>(info);
   addFused<EpilogueForm::kSilu>(info);
+  addFused<EpilogueForm::kAddRelu>(info);
   info.row1x4 = row1x4;
   return info;
 }

@@ -107,6 +107,8 @@ int64_t packBufferFloatsB(const GemmProblem &p, const GemmKernelInfo &ki, int64_
 }
 
 EpilogueForm epilogueFormOf(const EpilogueOp *ops, int count) {
+  if (count == 2 && ops[0].kind == EpilogueKind::kAddTensor && ops[1].kind == EpilogueKind::kRelu)
+    return EpilogueForm::kAddRelu;
   if (count != 1) return EpilogueForm::kGeneral;
   switch (ops[0].kind) {
   case EpilogueKind::kRelu:
