@@ -173,8 +173,8 @@ int panelSegments(const ConvShape &cs, int64_t j0, int cols, bool flat, Segment 
   return nseg;
 }
 
-// Packs the 4-k groups of one panel; fill(t, c, r, s) gathers tap (c, r, s)
-// of every column into row t.
+// Packs the 4-k groups of one panel; fill(row, c, r, s) gathers tap
+// (c, r, s) of every column of the panel into `row` (raw input bytes).
 template <class Fill>
 void packTaps(const ConvShape &cs, int nr, int cols, uint8_t padValue, uint8_t flip,
               const IgemmPanelFormat &f, void *dstv, int32_t *colSums, Fill &&fill) {
