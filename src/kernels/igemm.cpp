@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 namespace kiln::kernels {
 
@@ -320,10 +321,18 @@ void requantizeTile(const Requantize &r, const int32_t *acc, int64_t ldAcc, int6
     bool finite = true;
     for (int i = 0; i < h; ++i) finite &= std::isfinite(rowScale(row0 + i));
     if (finite) {
-      for (int i = 0; i < h; ++i)
-        requantizeRowUniform<Q>(acc + i * ldAcc, r.bias ? r.bias[row0 + i] : 0, rowScale(row0 + i),
-                                cols, below, above, float(r.zeroPoint), lo, hi,
-                                out + (row0 + i) * r.ld + col0);
+      // The best ISA's row (the same bits as the portable one).
+      static const detail::RequantizeRowFn isaRow = kernelsFor(IgemmIsa::kAuto).requantizeRow;
+      for (int i = 0; i < h; ++i) {
+        const int32_t bias = r.bias ? r.bias[row0 + i] : 0;
+        Q *o = out + (row0 + i) * r.ld + col0;
+        if (isaRow)
+          isaRow(acc + i * ldAcc, bias, rowScale(row0 + i), cols, below, above, float(r.zeroPoint),
+                 lo, hi, std::is_same_v<Q, int8_t>, o);
+        else
+          requantizeRowUniform<Q>(acc + i * ldAcc, bias, rowScale(row0 + i), cols, below, above,
+                                  float(r.zeroPoint), lo, hi, o);
+      }
       return;
     }
   }

@@ -24,11 +24,25 @@ struct IgemmLayout {
   int kGroup, elemBytes;
 };
 
+// One row of the requantizing finisher with one bias and scale for the
+// row: o[j] = clamp(roundHalfEven(clamp(f32(acc[j] + bias) * scale, below,
+// above)) + zeroPoint, lo, hi) for j < cols, as igemm.cpp's portable loop,
+// bit for bit (the i32 sum wraps; no contraction of the product into the
+// rounding). outSigned: o is i8, else u8.
+using RequantizeRowFn = void (*)(const int32_t *acc, int32_t bias, float scale, int cols,
+                                 float below, float above, float zeroPoint, float lo, float hi,
+                                 bool outSigned, void *o);
+
 struct IgemmKernelInfo {
   int mr, nr;
   IgemmLayout layout;
   IgemmKernelFn kernels[kIgemmMaxMr + 1]; // kernels[h] computes h rows, 1 <= h <= mr
+  RequantizeRowFn requantizeRow = nullptr; // optional: else the portable loop
 };
+
+// The AVX2 requantizing row (also in the VNNI table: those CPUs have AVX2).
+void requantizeRowAvx2(const int32_t *acc, int32_t bias, float scale, int cols, float below,
+                       float above, float zeroPoint, float lo, float hi, bool outSigned, void *o);
 
 IgemmKernelInfo igemmKernelPortable();
 IgemmKernelInfo igemmKernelAvx2();

@@ -62,7 +62,8 @@ IgemmKernelInfo igemmKernelVnni() {
           kNr,
           {4, 1},
           {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>, kernel<7>,
-           kernel<8>, kernel<9>, kernel<10>, kernel<11>, kernel<12>, kernel<13>, kernel<14>}};
+           kernel<8>, kernel<9>, kernel<10>, kernel<11>, kernel<12>, kernel<13>, kernel<14>},
+          requantizeRowAvx2};
 }
 
 } // namespace kiln::kernels::detail
