@@ -282,20 +282,6 @@ void requantizeRow(const int32_t *acc, const int32_t *bias, const float *scale, 
   }
 }
 
-// requantizeRow with one bias and scale for the whole row (a conv's output
-// channel): no per-column arrays to fill and load.
-template <class Q>
-void requantizeRowUniform(const int32_t *acc, int32_t bias, float scale, int cols, float below,
-                          float above, float zeroPoint, float lo, float hi, Q *o) {
-  for (int j = 0; j < cols; ++j) {
-    const int32_t v = int32_t(uint32_t(acc[j]) + uint32_t(bias));
-    float x = float(v) * scale;
-    x = std::min(std::max(x, below), above);
-    const float q = std::min(std::max(roundHalfEven(x) + zeroPoint, lo), hi);
-    o[j] = Q(int(q));
-  }
-}
-
 template <class Q>
 void requantizeTile(const Requantize &r, const int32_t *acc, int64_t ldAcc, int64_t row0,
                     int64_t col0, int h, int cols) {
@@ -317,22 +303,17 @@ void requantizeTile(const Requantize &r, const int32_t *acc, int64_t ldAcc, int6
   auto rowScale = [&](int64_t rowIndex) {
     return r.scaleCount == 1 ? r.scale[0] : r.scale[rowIndex];
   };
-  if (!scalePerCol && !biasPerCol && r.colStride == 1) { // one scale and bias per row
+  // One scale and bias per row (a conv's output channels): the best ISA's
+  // row when it has one (the same bits as requantizeRow).
+  static const detail::RequantizeRowFn isaRow = kernelsFor(IgemmIsa::kAuto).requantizeRow;
+  if (isaRow && !scalePerCol && !biasPerCol && r.colStride == 1) {
     bool finite = true;
     for (int i = 0; i < h; ++i) finite &= std::isfinite(rowScale(row0 + i));
     if (finite) {
-      // The best ISA's row (the same bits as the portable one).
-      static const detail::RequantizeRowFn isaRow = kernelsFor(IgemmIsa::kAuto).requantizeRow;
-      for (int i = 0; i < h; ++i) {
-        const int32_t bias = r.bias ? r.bias[row0 + i] : 0;
-        Q *o = out + (row0 + i) * r.ld + col0;
-        if (isaRow)
-          isaRow(acc + i * ldAcc, bias, rowScale(row0 + i), cols, below, above, float(r.zeroPoint),
-                 lo, hi, std::is_same_v<Q, int8_t>, o);
-        else
-          requantizeRowUniform<Q>(acc + i * ldAcc, bias, rowScale(row0 + i), cols, below, above,
-                                  float(r.zeroPoint), lo, hi, o);
-      }
+      for (int i = 0; i < h; ++i)
+        isaRow(acc + i * ldAcc, r.bias ? r.bias[row0 + i] : 0, rowScale(row0 + i), cols, below,
+               above, float(r.zeroPoint), lo, hi, std::is_same_v<Q, int8_t>,
+               out + (row0 + i) * r.ld + col0);
       return;
     }
   }

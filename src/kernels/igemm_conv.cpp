@@ -1,8 +1,10 @@
-// Packing an 8-bit convolution's im2col panels (igemm_conv.h). Per group of
-// 4 im2col rows (4 consecutive (c, r, s) taps), the panel's output pixels
-// are gathered into 4 byte rows (vector copies per output-row segment at
-// stride 1 and 2), then shifted, interleaved into the layout of igemm.h and
-// summed per column for the zero-point correction, 8 columns per SSE2 step.
+// Packing an 8-bit convolution's im2col panels (igemm_conv.h). The source
+// reads every tap in bounds (the image copied with its padding, or an input
+// without padding in place). Per group of 4 im2col rows (4 consecutive
+// (c, r, s) taps), the panel's output pixels are gathered into 4 byte rows
+// (one strided vector copy per output-row segment), then shifted,
+// interleaved into the layout of igemm.h and summed per column for the
+// zero-point correction, 8 columns per SSE2 step.
 // Compiled for the baseline ISA (SSE2 on x86-64).
 #include "kernels/igemm_conv.h"
 
@@ -27,79 +29,6 @@ struct Segment {
   int64_t oh, ow0;
   int j0, len; // panel columns [j0, j0 + len)
 };
-
-// The column geometry of one segment for one kernel column s: pixels t in
-// [lo, hi) read input column iw0 + t * strideW, the others are padding.
-// The same for every channel and kernel row, so it is worked out once per
-// panel (the divisions took a third of a small-K conv's packing).
-struct SegmentColumns {
-  int64_t iw0;
-  int lo, hi;
-};
-
-SegmentColumns segmentColumns(const ConvShape &cs, const Segment &seg, int64_t s) {
-  const int64_t iw0 = seg.ow0 * cs.strideW - cs.padLeft + s * cs.dilationW;
-  const int64_t sw = cs.strideW;
-  int64_t lo = iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw;
-  int64_t hi = iw0 >= cs.W ? 0 : (cs.W - iw0 + sw - 1) / sw;
-  lo = std::min<int64_t>(lo, seg.len);
-  hi = std::clamp<int64_t>(hi, lo, seg.len);
-  return {iw0, int(lo), int(hi)};
-}
-
-// Fills row[j0 .. j0 + len) for tap (c, r, s) over one segment with the
-// input bytes as they are (padding: the pad value); `in` is input row ih of
-// channel c, null when ih lies in the padding. `row` has kRowSlack bytes
-// past its nr columns: a vector copy may write past the segment, into the
-// next segment's columns, which are filled after this one.
-inline void gatherTap(const ConvShape &cs, const Segment &seg, const SegmentColumns &g,
-                      const uint8_t *in, uint8_t pad, uint8_t *row) {
-  // Locals: stores through `out` may alias anything, so fields would be
-  // reloaded after each.
-  const int64_t sw = cs.strideW, W = cs.W, iw0 = g.iw0;
-  const int lo = g.lo, hi = g.hi, len = seg.len;
-  uint8_t *out = row + seg.j0;
-  if (!in) {
-    std::memset(out, pad, size_t(len));
-    return;
-  }
-  for (int t = 0; t < lo; ++t) out[t] = pad;
-  int t = lo;
-#if defined(__SSE2__)
-  if (sw == 1 && hi - lo >= 16) {
-    // 16 outputs per copy; the last copy ends at hi, overlapping the one
-    // before (rewriting the same bytes), so the source is never read past
-    // the row.
-    for (; t + 16 <= hi; t += 16)
-      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + t),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + iw0 + t)));
-    if (t < hi)
-      _mm_storeu_si128(reinterpret_cast<__m128i *>(out + hi - 16),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + iw0 + hi - 16)));
-    t = hi;
-  } else if (sw == 2 && hi - lo >= 8) {
-    // 8 outputs from 16 input bytes, their even bytes; the last 8 outputs
-    // end at hi, from 16 bytes that end at the row's end or one byte
-    // before it (then the odd bytes of the 16 from one byte earlier).
-    const __m128i evens = _mm_set1_epi16(0x00FF);
-    auto even8 = [&](int at, int64_t from, int shift) {
-      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(in + from));
-      v = shift ? _mm_srli_epi16(v, 8) : _mm_and_si128(v, evens);
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(out + at), _mm_packus_epi16(v, v));
-    };
-    for (; t + 8 <= hi && iw0 + 2 * t + 16 <= W; t += 8) even8(t, iw0 + 2 * t, 0);
-    if (t < hi) {
-      const int64_t from = iw0 + 2 * (hi - 8); // >= 0: hi - 8 >= lo
-      if (from + 16 <= W)
-        even8(hi - 8, from, 0), t = hi;
-      else if (from >= 1)
-        even8(hi - 8, from - 1, 1), t = hi;
-    }
-  }
-#endif
-  for (; t < hi; ++t) out[t] = in[iw0 + t * sw];
-  for (t = hi; t < len; ++t) out[t] = pad;
-}
 
 #if defined(__SSE2__)
 // The 8 bytes at p, top bit flipped when `flip` has it set, as i16 lanes
@@ -224,10 +153,11 @@ inline void copyStrided(const uint8_t *in, int64_t sw, int len, const uint8_t *e
   for (; t < len; ++t) out[t] = in[t * sw];
 }
 
-// Every tap in bounds (src.padded: the padding is in the buffer, or the
-// conv has none): each tap of a segment is one strided copy, no checks.
-void packPanelPadded(const Int8ConvSource &src, int64_t j0, int cols, const IgemmPanelFormat &f,
-                     void *dst, int32_t *colSums) {
+// Every tap is in bounds (src.padded: the padding is in the buffer, or the
+// conv has none), so each tap of a segment is one strided copy, no checks.
+void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f, void *dst,
+               int32_t *colSums) {
+  const Int8ConvSource &src = *static_cast<const Int8ConvSource *>(ctx);
   const ConvShape &cs = src.shape;
   const int64_t Hp = src.paddedH, Wp = src.paddedW;
   const bool flat = cs.R == 1 && cs.S == 1 && cs.strideH == 1 && cs.strideW == 1 && Hp == cs.H &&
@@ -244,32 +174,6 @@ void packPanelPadded(const Int8ConvSource &src, int64_t j0, int cols, const Igem
              const int64_t off = (c * Hp + r * cs.dilationH) * Wp + s * cs.dilationW;
              for (int g = 0; g < nseg; ++g)
                copyStrided(base[g] + off, sw, segs[g].len, src.paddedEnd, row + segs[g].j0);
-           });
-}
-
-void packPanel(const void *ctx, int64_t j0, int cols, const IgemmPanelFormat &f, void *dst,
-               int32_t *colSums) {
-  const Int8ConvSource &src = *static_cast<const Int8ConvSource *>(ctx);
-  if (src.padded) {
-    packPanelPadded(src, j0, cols, f, dst, colSums);
-    return;
-  }
-  const ConvShape &cs = src.shape;
-  Segment segs[kMaxNr];
-  const int nseg = panelSegments(cs, j0, cols, false, segs);
-  thread_local std::vector<SegmentColumns> columns; // [segment][s]
-  columns.resize(size_t(nseg * cs.S));
-  for (int g = 0; g < nseg; ++g)
-    for (int64_t sIdx = 0; sIdx < cs.S; ++sIdx)
-      columns[size_t(g * cs.S + sIdx)] = segmentColumns(cs, segs[g], sIdx);
-  packTaps(cs, f.nr, cols, src.padValue, src.isSigned ? 0 : 0x80, f, dst, colSums,
-           [&](uint8_t *row, int64_t c, int64_t r, int64_t s) {
-             const uint8_t *plane = src.x + c * cs.H * cs.W;
-             for (int g = 0; g < nseg; ++g) {
-               const int64_t ih = segs[g].oh * cs.strideH - cs.padTop + r * cs.dilationH;
-               const uint8_t *in = ih >= 0 && ih < cs.H ? plane + ih * cs.W : nullptr;
-               gatherTap(cs, segs[g], columns[size_t(g * cs.S + s)], in, src.padValue, row);
-             }
            });
 }
 
@@ -305,16 +209,15 @@ Int8ConvSource int8ConvSourceFor(const ConvShape &s, const uint8_t *image,
                                  uint8_t padValue) {
   const int64_t cg = s.C / s.groups;
   Int8ConvSource src;
-  src.x = image + group * cg * s.H * s.W;
   src.shape = s;
   src.isSigned = isSigned;
   src.padValue = padValue;
   const bool padding = s.padTop + s.padLeft + s.padBottom + s.padRight > 0;
   src.paddedH = s.H + s.padTop + s.padBottom, src.paddedW = s.W + s.padLeft + s.padRight;
   if (!padding) { // the input itself: reads stay inside this group's channels
-    src.padded = src.x;
-    src.paddedEnd = src.x + cg * s.H * s.W;
-  } else if (paddedImage) {
+    src.padded = image + group * cg * s.H * s.W;
+    src.paddedEnd = src.padded + cg * s.H * s.W;
+  } else {
     src.padded = paddedImage + group * cg * src.paddedH * src.paddedW;
     src.paddedEnd = paddedImage + s.C * src.paddedH * src.paddedW + kPaddedSlack;
   }

@@ -11,16 +11,15 @@
 
 namespace kiln::kernels {
 
+// Made by int8ConvSourceFor. Every tap is read in bounds: from `padded`,
+// this group's first channel of [C/groups][paddedH][paddedW] (the image
+// with its padding materialized, or the input itself for a conv without
+// padding), readable up to paddedEnd; so a panel is plain strided copies,
+// no bounds checks per tap (those were most of a small conv's time).
 struct Int8ConvSource {
-  const uint8_t *x = nullptr; // first channel of this image and group: [C/groups][H][W]
-  ConvShape shape;            // geometry (C, K are the whole conv's; groups divide them)
-  bool isSigned = false;      // x is i8, else u8
-  uint8_t padValue = 0;       // the raw byte padding reads: x's zero point
-  // Optional: this group's first channel of an input where every tap is in
-  // bounds, [C/groups][paddedH][paddedW] (the image with its padding
-  // materialized, or x itself for a conv without padding), readable up to
-  // paddedEnd. The panels are then plain strided copies, no bounds checks
-  // per tap (int8ConvSourceFor sets it up).
+  ConvShape shape;       // geometry (C, K are the whole conv's; groups divide them)
+  bool isSigned = false; // the input is i8, else u8
+  uint8_t padValue = 0;  // the raw byte padding reads: the input's zero point
   const uint8_t *padded = nullptr;
   const uint8_t *paddedEnd = nullptr;
   int64_t paddedH = 0, paddedW = 0;
@@ -38,9 +37,8 @@ size_t int8ConvPaddedBytes(const ConvShape &s);
 // slack = padValue).
 void int8ConvPadImage(const ConvShape &s, const uint8_t *x, uint8_t padValue, uint8_t *dst);
 
-// The source of `group` of `image` ([C][H][W]): in-bounds reads from the
-// image itself when the conv has no padding, else from paddedImage (made by
-// int8ConvPadImage; null: the checked reads from image).
+// The source of `group` of `image` ([C][H][W]): the image itself when the
+// conv has no padding, else paddedImage (made by int8ConvPadImage).
 Int8ConvSource int8ConvSourceFor(const ConvShape &s, const uint8_t *image,
                                  const uint8_t *paddedImage, int64_t group, bool isSigned,
                                  uint8_t padValue);

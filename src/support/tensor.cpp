@@ -107,7 +107,10 @@ std::shared_ptr<void> allocateBytes(size_t bytes, bool zero) {
 
 } // namespace
 
-Tensor::Tensor(DType dtype, Shape64 shape) : dtype_(dtype), shape_(std::move(shape)), defined_(true) {
+Tensor::Tensor(DType dtype, Shape64 shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor::Tensor(DType dtype, Shape64 shape, bool zeroed)
+    : dtype_(dtype), shape_(std::move(shape)), defined_(true) {
   if (numel() > kMaxTensorBytes / static_cast<int64_t>(std::max<size_t>(dtypeSize(dtype_), 1)))
     throw std::length_error("tensor of shape " + shapeToString(shape_) + " is too large");
   if (dtype_ == DType::String) {
@@ -115,21 +118,12 @@ Tensor::Tensor(DType dtype, Shape64 shape) : dtype_(dtype), shape_(std::move(sha
     data_ = strings_->data();
     return;
   }
-  owner_ = allocateBytes(byteSize(), true);
+  owner_ = allocateBytes(byteSize(), zeroed);
   data_ = owner_.get();
 }
 
 Tensor Tensor::uninitialized(DType dtype, Shape64 shape) {
-  if (dtype == DType::String) return Tensor(dtype, std::move(shape));
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.defined_ = true;
-  if (t.numel() > kMaxTensorBytes / static_cast<int64_t>(std::max<size_t>(dtypeSize(dtype), 1)))
-    throw std::length_error("tensor of shape " + shapeToString(t.shape_) + " is too large");
-  t.owner_ = allocateBytes(t.byteSize(), false);
-  t.data_ = t.owner_.get();
-  return t;
+  return Tensor(dtype, std::move(shape), false);
 }
 
 Tensor Tensor::view(DType dtype, Shape64 shape, std::shared_ptr<const void> owner,

@@ -86,6 +86,9 @@ public:
   bool identical(const Tensor &other) const;
 
 private:
+  // zeroed: numeric contents set to 0, else left undefined.
+  Tensor(DType dtype, Shape64 shape, bool zeroed);
+
   DType dtype_ = DType::F32;
   Shape64 shape_;
   bool defined_ = false;

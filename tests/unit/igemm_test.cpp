@@ -238,78 +238,70 @@ ConvShape convShapeOf(const Geometry &g) {
 
 // The im2col panel source against its definition, in every panel format
 // (whatever this CPU runs: VNNI's 4-byte groups in 64-column panels too),
-// every panel of every geometry, reading the input with bounds checks and
-// in bounds (a padded copy, or the input itself without padding): element
-// (k, j) of the shifted im2col matrix at its place in the layout of
-// igemm.h, and the column sums.
+// every panel of every geometry, read as IntConvStep reads it (a padded
+// copy, or the input itself without padding): element (k, j) of the
+// shifted im2col matrix at its place in the layout of igemm.h, and the
+// column sums.
 TEST(Igemm, Int8ConvPanelsMatchTheirDefinition) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);
   const IgemmPanelFormat formats[] = {{16, 2, 2}, {16, 4, 1}, {32, 4, 1}, {64, 4, 1}, {64, 2, 2}};
   for (const Geometry &g : kConvGeometries)
-    for (bool xSigned : {false, true})
-      for (bool padded : {false, true}) {
-        const ConvShape cs = convShapeOf(g);
-        // The whole image; the panels of its last group (offsets, end bound).
-        std::vector<uint8_t> image(size_t(g.C * g.H * g.W));
-        for (auto &v : image) v = uint8_t(byte(rng));
-        const int64_t group = g.groups - 1;
-        const uint8_t *x = image.data() + group * (g.C / g.groups) * g.H * g.W;
-        const uint8_t padValue = uint8_t(byte(rng));
-        std::vector<uint8_t> paddedImage(int8ConvPaddedBytes(cs));
-        int8ConvPadImage(cs, image.data(), padValue, paddedImage.data());
-        Int8ConvSource src;
-        if (padded) {
-          src = int8ConvSourceFor(cs, image.data(), paddedImage.data(), group, xSigned, padValue);
-          ASSERT_NE(src.padded, nullptr);
-        } else {
-          src.x = x, src.shape = cs, src.isSigned = xSigned, src.padValue = padValue;
-        }
-        const IgemmBSource panels = int8ConvPanels(&src);
-        const int64_t depth = g.C / g.groups * g.R * g.S, P = cs.outH() * cs.outW();
-        const int64_t depthPadded = (depth + 3) / 4 * 4;
-        const uint8_t flip = xSigned ? 0 : 0x80;
-        for (const IgemmPanelFormat &f : formats)
-          for (int64_t j0 = 0; j0 < P; j0 += f.nr) {
-            const int cols = int(std::min<int64_t>(f.nr, P - j0));
-            std::vector<uint8_t> dst(size_t(depthPadded * f.nr * f.elemBytes) + 64);
-            std::vector<int32_t> sums(size_t(f.nr), -1);
-            panels.pack(&src, j0, cols, f, dst.data(), sums.data());
-            for (int j = 0; j < f.nr; ++j) {
-              int32_t sum = 0;
-              for (int64_t k = 0; k < depthPadded; ++k) {
-                int32_t expect = 0; // k past the depth: 0
-                if (k < depth) {
-                  const int64_t c = k / (g.R * g.S), r = k / g.S % g.R, sc = k % g.S;
-                  const int64_t p = j0 + j, oh = p / cs.outW(), ow = p % cs.outW();
-                  const int64_t ih = oh * g.stride - g.pad + r * g.dilation;
-                  const int64_t iw = ow * g.stride - g.pad + sc * g.dilation;
-                  const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-                  expect =
-                      int8_t((inside ? x[size_t((c * g.H + ih) * g.W + iw)] : src.padValue) ^ flip);
-                }
-                const int64_t at = (k / f.kGroup) * f.nr * f.kGroup + j * f.kGroup + k % f.kGroup;
-                const int32_t got =
-                    f.elemBytes == 1 ? int32_t(int8_t(dst[size_t(at)]))
-                                     : int32_t(reinterpret_cast<const int16_t *>(dst.data())[at]);
-                if (j < cols) {
-                  ASSERT_EQ(got, expect) << "geometry C" << g.C << " W" << g.W << " s" << g.stride
-                                         << " nr " << f.nr << " bytes " << f.elemBytes << " panel "
-                                         << j0 << " column " << j << " k " << k;
-                  sum += expect;
-                }
+    for (bool xSigned : {false, true}) {
+      const ConvShape cs = convShapeOf(g);
+      // The whole image; the panels of its last group (offsets, end bound).
+      std::vector<uint8_t> image(size_t(g.C * g.H * g.W));
+      for (auto &v : image) v = uint8_t(byte(rng));
+      const int64_t group = g.groups - 1;
+      const uint8_t *x = image.data() + group * (g.C / g.groups) * g.H * g.W;
+      const uint8_t padValue = uint8_t(byte(rng));
+      std::vector<uint8_t> paddedImage(int8ConvPaddedBytes(cs));
+      int8ConvPadImage(cs, image.data(), padValue, paddedImage.data());
+      const Int8ConvSource src =
+          int8ConvSourceFor(cs, image.data(), paddedImage.data(), group, xSigned, padValue);
+      const IgemmBSource panels = int8ConvPanels(&src);
+      const int64_t depth = g.C / g.groups * g.R * g.S, P = cs.outH() * cs.outW();
+      const int64_t depthPadded = (depth + 3) / 4 * 4;
+      const uint8_t flip = xSigned ? 0 : 0x80;
+      for (const IgemmPanelFormat &f : formats)
+        for (int64_t j0 = 0; j0 < P; j0 += f.nr) {
+          const int cols = int(std::min<int64_t>(f.nr, P - j0));
+          std::vector<uint8_t> dst(size_t(depthPadded * f.nr * f.elemBytes) + 64);
+          std::vector<int32_t> sums(size_t(f.nr), -1);
+          panels.pack(&src, j0, cols, f, dst.data(), sums.data());
+          for (int j = 0; j < f.nr; ++j) {
+            int32_t sum = 0;
+            for (int64_t k = 0; k < depthPadded; ++k) {
+              int32_t expect = 0; // k past the depth: 0
+              if (k < depth) {
+                const int64_t c = k / (g.R * g.S), r = k / g.S % g.R, sc = k % g.S;
+                const int64_t p = j0 + j, oh = p / cs.outW(), ow = p % cs.outW();
+                const int64_t ih = oh * g.stride - g.pad + r * g.dilation;
+                const int64_t iw = ow * g.stride - g.pad + sc * g.dilation;
+                const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+                expect =
+                    int8_t((inside ? x[size_t((c * g.H + ih) * g.W + iw)] : src.padValue) ^ flip);
               }
-              ASSERT_EQ(sums[size_t(j)], j < cols ? sum : 0)
-                  << "column sum " << j << " panel " << j0;
+              const int64_t at = (k / f.kGroup) * f.nr * f.kGroup + j * f.kGroup + k % f.kGroup;
+              const int32_t got = f.elemBytes == 1
+                                      ? int32_t(int8_t(dst[size_t(at)]))
+                                      : int32_t(reinterpret_cast<const int16_t *>(dst.data())[at]);
+              if (j < cols) {
+                ASSERT_EQ(got, expect)
+                    << "geometry C" << g.C << " W" << g.W << " s" << g.stride << " nr " << f.nr
+                    << " bytes " << f.elemBytes << " panel " << j0 << " column " << j << " k " << k;
+                sum += expect;
+              }
             }
+            ASSERT_EQ(sums[size_t(j)], j < cols ? sum : 0) << "column sum " << j << " panel " << j0;
           }
-      }
+        }
+    }
 }
 
 // The 8-bit conv as IntConvStep runs it (weights packed as A per group, the
 // im2col panel source as B, i32 out) against a direct convolution in i64,
-// on the geometries above with u8 and i8 inputs. Single-group geometries
-// read in bounds only: the panel test above covers both reads on each.
+// on the geometries above with u8 and i8 inputs.
 TEST(Igemm, Int8ConvMatchesDirectConvolution) {
   runtime::ThreadPool pool(2);
   std::mt19937 rng(11);
@@ -337,17 +329,8 @@ TEST(Igemm, Int8ConvMatchesDirectConvolution) {
         for (int64_t grp = 0; grp < g.groups; ++grp) {
           const PackedInt8 a =
               PackedInt8::packA(kg, depth, {w.data() + grp * kg * depth, depth, true, false}, isa);
-          // Odd groups read the input with bounds checks, even ones in
-          // bounds (as IntConvStep: a padded copy, or x without padding).
-          Int8ConvSource src;
-          if (grp % 2 == 0) {
-            src = int8ConvSourceFor(cs, x.data(), paddedImage.data(), grp, xSigned, uint8_t(xZp));
-          } else {
-            src.x = x.data() + grp * cg * g.H * g.W;
-            src.shape = cs;
-            src.isSigned = xSigned;
-            src.padValue = uint8_t(xZp);
-          }
+          const Int8ConvSource src =
+              int8ConvSourceFor(cs, x.data(), paddedImage.data(), grp, xSigned, uint8_t(xZp));
           IgemmProblem p;
           p.M = kg, p.N = P, p.K = depth;
           p.packedA = &a;
