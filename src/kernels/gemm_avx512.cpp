@@ -6,7 +6,9 @@
 // independent accumulator chains for most shapes. Compiled with -mavx512f
 // -mavx512vl -mfma; called only after the driver checked the CPU (see
 // gemm_microkernel.h for why nothing else is included).
+#include "kernels/epilogue_simd.h"
 #include "kernels/gemm_microkernel.h"
+#include "kernels/simd_avx512.h"
 
 #include <immintrin.h>
 
@@ -25,12 +27,23 @@ __attribute__((always_inline)) inline __m512 finish(__m512 acc, __mmask16 m, con
   return acc;
 }
 
+// The epilogue of a fused kernel: ops applied to each value before its
+// store (none for the plain kernels).
+struct TileOps {
+  const EpilogueOp *ops;
+  int count;
+  int64_t row0, col0;
+};
+
+// kForm: the fused epilogue (an EpilogueForm), or kPlain for none.
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn), else
 // from the packed panel at pb + k * kNr.
-template <int H, bool kDirect>
-__attribute__((always_inline)) inline void tile(int64_t kc, const float *pa, const float *pb,
-                                                const int32_t *boff, float *c, int64_t ldc,
-                                                float beta, int64_t cols, const float *rowBias) {
+constexpr int kPlain = -1;
+
+template <int H, int kForm, bool kDirect>
+__attribute__((always_inline)) inline void
+tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c, int64_t ldc,
+     float beta, int64_t cols, const float *rowBias, const TileOps &epi) {
   __m512 acc[H][2];
 #pragma GCC unroll 14
   for (int i = 0; i < H; ++i) {
@@ -66,24 +79,68 @@ __attribute__((always_inline)) inline void tile(int64_t kc, const float *pa, con
   const __mmask16 m1 = cols >= 32   ? __mmask16(0xFFFF)
                        : cols <= 16 ? __mmask16(0)
                                     : __mmask16((1u << (cols - 16)) - 1);
+  if constexpr (kForm != kPlain) {
+    // The epilogue needs the finished sums: beta first, then the ops on
+    // the registers, one store. Lanes past the tile's columns compute
+    // garbage that is never stored; their row/column data loads are masked.
 #pragma GCC unroll 14
-  for (int i = 0; i < H; ++i) {
-    float *ci = c + i * ldc;
-    _mm512_mask_storeu_ps(ci, m0, finish(acc[i][0], m0, ci, beta, vbeta));
-    _mm512_mask_storeu_ps(ci + 16, m1, finish(acc[i][1], m1, ci + 16, beta, vbeta));
+    for (int i = 0; i < H; ++i) {
+      const float *ci = c + i * ldc;
+      acc[i][0] = finish(acc[i][0], m0, ci, beta, vbeta);
+      acc[i][1] = finish(acc[i][1], m1, ci + 16, beta, vbeta);
+    }
+    const int lanes[2] = {cols < 16 ? int(cols) : 16, cols > 16 ? int(cols - 16) : 0};
+    if constexpr (kForm == int(EpilogueForm::kGeneral))
+      simd::applyOpsBlock<Avx512, H, 2>(acc, epi.ops, epi.count, epi.row0, epi.col0, lanes);
+    else
+      simd::applyFormBlock<Avx512, EpilogueForm(kForm), H, 2>(acc, epi.ops, epi.row0, epi.col0,
+                                                              lanes);
+#pragma GCC unroll 14
+    for (int i = 0; i < H; ++i) {
+      float *ci = c + i * ldc;
+      _mm512_mask_storeu_ps(ci, m0, acc[i][0]);
+      _mm512_mask_storeu_ps(ci + 16, m1, acc[i][1]);
+    }
+  } else {
+#pragma GCC unroll 14
+    for (int i = 0; i < H; ++i) {
+      float *ci = c + i * ldc;
+      _mm512_mask_storeu_ps(ci, m0, finish(acc[i][0], m0, ci, beta, vbeta));
+      _mm512_mask_storeu_ps(ci + 16, m1, finish(acc[i][1], m1, ci + 16, beta, vbeta));
+    }
   }
 }
 
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
             int64_t cols, const float *rowBias) {
-  tile<H, false>(kc, pa, pb, nullptr, c, ldc, beta, cols, rowBias);
+  tile<H, kPlain, false>(kc, pa, pb, nullptr, c, ldc, beta, cols, rowBias, TileOps{});
 }
 
 template <int H>
 void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c, int64_t ldc,
             float beta, const float *rowBias) {
-  tile<H, true>(kc, pa, b, boff, c, ldc, beta, kNr, rowBias);
+  tile<H, kPlain, true>(kc, pa, b, boff, c, ldc, beta, kNr, rowBias, TileOps{});
+}
+
+template <int H, EpilogueForm F>
+void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
+           int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount, int64_t row0,
+           int64_t col0) {
+  tile<H, int(F), false>(kc, pa, pb, nullptr, c, ldc, beta, cols, rowBias,
+                         TileOps{ops, opCount, row0, col0});
+}
+
+// fused<h, F> for h = 1..kMr into table[F]. No kGeneral: interpreting an
+// op list around 28 live accumulators spills them all (as on AVX2, where
+// that cost 15-30%), so any other list keeps the tile pass after the plain
+// kernel, on a tile still in L1.
+template <EpilogueForm F> void addFused(GemmKernelInfo &info) {
+  const FusedKernelFn kernels[] = {nullptr,      fused<1, F>,  fused<2, F>,  fused<3, F>,
+                                   fused<4, F>,  fused<5, F>,  fused<6, F>,  fused<7, F>,
+                                   fused<8, F>,  fused<9, F>,  fused<10, F>, fused<11, F>,
+                                   fused<12, F>, fused<13, F>, fused<14, F>};
+  for (int h = 1; h <= kMr; ++h) info.fused[int(F)][h] = kernels[h];
 }
 
 // Row-major A into an h-tall micro-panel: one h-lane gather and one masked
@@ -109,16 +166,23 @@ GemmKernelInfo gemmKernelAvx512() {
   // 1024^3) although the 64 KiB B micro-panel then streams from L2; the
   // 336 x 512 A block (672 KiB) leaves L2 room for it. kc in {128..1024} and
   // mc in {252..1008} were tried.
-  return {kMr,
-          kNr,
-          512,
-          336,
-          4096,
-          {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>, kernel<7>,
-           kernel<8>, kernel<9>, kernel<10>, kernel<11>, kernel<12>, kernel<13>, kernel<14>},
-          packA,
-          {nullptr, direct<1>, direct<2>, direct<3>, direct<4>, direct<5>, direct<6>, direct<7>,
-           direct<8>, direct<9>, direct<10>, direct<11>, direct<12>, direct<13>, direct<14>}};
+  GemmKernelInfo info{
+      kMr,
+      kNr,
+      512,
+      336,
+      4096,
+      {nullptr, kernel<1>, kernel<2>, kernel<3>, kernel<4>, kernel<5>, kernel<6>, kernel<7>,
+       kernel<8>, kernel<9>, kernel<10>, kernel<11>, kernel<12>, kernel<13>, kernel<14>},
+      packA,
+      {nullptr, direct<1>, direct<2>, direct<3>, direct<4>, direct<5>, direct<6>, direct<7>,
+       direct<8>, direct<9>, direct<10>, direct<11>, direct<12>, direct<13>, direct<14>}};
+  addFused<EpilogueForm::kRelu>(info);
+  addFused<EpilogueForm::kClip>(info);
+  addFused<EpilogueForm::kHardSwish>(info);
+  addFused<EpilogueForm::kSilu>(info);
+  addFused<EpilogueForm::kAddRelu>(info);
+  return info;
 }
 
 } // namespace kiln::kernels::detail

@@ -1,6 +1,7 @@
 // runtime::planMemory: buffers live together never share bytes, offsets are
 // aligned, the arena is exactly the highest end, and on chain-like graphs it
 // stays close to the lower bound (the most bytes live at one step).
+#include "runtime/cpu/arena.h"
 #include "runtime/memory_plan.h"
 
 #include <gtest/gtest.h>
@@ -224,6 +225,27 @@ TEST(MemoryPlan, FiveThousandBuffersPlanQuickly) {
   MemoryPlan dense = planMemory(cases[2].bufs);
   EXPECT_EQ(dense.arenaBytes, dense.naiveBytes);
   EXPECT_EQ(dense.arenaBytes, dense.lowerBound);
+}
+
+// The arena a plan builds keeps its place from run to run, also when a slot
+// only ever holds an empty tensor (it needs no bytes and is left out of the
+// plan; once it made every run replan into a new arena, and a detector
+// whose boxes were all filtered out ran at half speed).
+TEST(ActivationArena, EmptyTensorsKeepThePlan) {
+  cpu::ActivationArena arena;
+  arena.configure({{0, 1}, {1, 2}});
+  auto run = [&] {
+    Tensor full = arena.allocate(0, DType::F32, {64, 64});
+    Tensor empty = arena.allocate(1, DType::F32, {0, 4});
+    EXPECT_EQ(empty.numel(), 0);
+    const void *where = full.raw();
+    arena.endRun();
+    return where;
+  };
+  run(); // observes the sizes, then plans
+  ASSERT_GT(arena.arenaBytes(), 0);
+  const void *second = run();
+  EXPECT_EQ(run(), second) << "the arena moved: a run replanned";
 }
 
 } // namespace

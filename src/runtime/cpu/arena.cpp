@@ -21,6 +21,11 @@ Tensor ActivationArena::allocate(int slot, DType dtype, const Shape64 &shape) {
   if (!st.managed || numel == INT64_MAX || dtype == DType::String)
     return Tensor::uninitialized(dtype, shape);
   const int64_t bytes = numel * static_cast<int64_t>(dtypeSize(dtype));
+  // An empty tensor needs no memory, and must not make the plan stale: a
+  // slot only ever seen empty is left out of the plan, so every run would
+  // replan and move the whole arena (a detector whose boxes are all
+  // filtered out replanned on every run and ran at half speed).
+  if (bytes == 0) return Tensor::uninitialized(dtype, shape);
   if (bytes > st.observed) st.observed = bytes;
   if (st.planned < bytes) {
     stale_ = true;
