@@ -90,11 +90,10 @@ tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c
       acc[i][1] = finish(acc[i][1], m1, ci + 16, beta, vbeta);
     }
     const int lanes[2] = {cols < 16 ? int(cols) : 16, cols > 16 ? int(cols - 16) : 0};
-    if constexpr (kForm == int(EpilogueForm::kGeneral))
-      simd::applyOpsBlock<Avx512, H, 2>(acc, epi.ops, epi.count, epi.row0, epi.col0, lanes);
-    else
-      simd::applyFormBlock<Avx512, EpilogueForm(kForm), H, 2>(acc, epi.ops, epi.row0, epi.col0,
-                                                              lanes);
+    // Compiled-in forms only (addFused says why).
+    static_assert(kForm != int(EpilogueForm::kGeneral));
+    simd::applyFormBlock<Avx512, EpilogueForm(kForm), H, 2>(acc, epi.ops, epi.row0, epi.col0,
+                                                            lanes);
 #pragma GCC unroll 14
     for (int i = 0; i < H; ++i) {
       float *ci = c + i * ldc;

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -200,6 +201,84 @@ kernel @round16(%x: f32, %h: f16 out, %b: bf16 out, %hx: f32 out, %bx: f32 out) 
     EXPECT_EQ(b[i], wantB);
     EXPECT_EQ(floatBits(hx[i]), floatBits(float(Half(x[i]))));
     EXPECT_EQ(floatBits(bx[i]), floatBits(float(BFloat16(x[i]))));
+  }
+}
+
+// Float to 8/16-bit integer casts (every quantize) saturate like
+// fpto[su]i.sat on every level, vectorized or not: NaN gives 0, values
+// beyond the type's range its end, the rest truncate toward zero.
+TEST_P(CpuCodegen, FloatToNarrowIntegersSaturate) {
+  std::unique_ptr<codegen::CpuJit> jit;
+  codegen::KernelEntry fn = compileOne(target_, R"(
+kernel @narrow(%x: f32, %d: f64, %ou8: u8 out, %oi8: i8 out, %ou16: u16 out, %oi16: i16 out, %du8: u8 out, %di8: i8 out) params(%n) {
+  vector(8) %i0 = 0 to %n {
+    %0 = load %x[%i0]
+    %1 = cast %0 : f32 to u8
+    store %ou8[%i0], %1
+    %2 = cast %0 : f32 to i8
+    store %oi8[%i0], %2
+    %3 = cast %0 : f32 to u16
+    store %ou16[%i0], %3
+    %4 = cast %0 : f32 to i16
+    store %oi16[%i0], %4
+    %5 = load %d[%i0]
+    %6 = cast %5 : f64 to u8
+    store %du8[%i0], %6
+    %7 = cast %5 : f64 to i8
+    store %di8[%i0], %7
+  }
+})",
+                                       jit);
+  ASSERT_NE(fn, nullptr);
+  std::vector<float> x = testInputs();
+  for (float v : {-0.0f,
+                  0.5f,
+                  -0.5f,
+                  -0.99f,
+                  126.9f,
+                  127.0f,
+                  127.5f,
+                  -128.0f,
+                  -128.9f,
+                  -129.0f,
+                  254.9f,
+                  255.0f,
+                  255.5f,
+                  256.0f,
+                  32767.9f,
+                  -32768.5f,
+                  65535.5f,
+                  65536.0f,
+                  1e10f,
+                  -1e10f,
+                  std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(),
+                  std::nanf("")})
+    x.push_back(v);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> wide(-70000.0f, 70000.0f);
+  for (int i = 0; i < 200; ++i) x.push_back(wide(rng));
+  const size_t n = x.size();
+  std::vector<double> d(x.begin(), x.end());
+  std::vector<uint8_t> u8(n), du8(n);
+  std::vector<int8_t> i8(n), di8(n);
+  std::vector<uint16_t> u16(n);
+  std::vector<int16_t> i16(n);
+  void *buffers[] = {x.data(),   d.data(),   u8.data(),  i8.data(),
+                     u16.data(), i16.data(), du8.data(), di8.data()};
+  int64_t params[] = {static_cast<int64_t>(n)};
+  fn(buffers, params, 0, 0);
+  auto want = [](double v, double lo, double hi) {
+    return std::isnan(v) ? 0.0 : std::trunc(std::min(std::max(v, lo), hi));
+  };
+  for (size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(::testing::Message() << x[i] << " on " << GetParam());
+    EXPECT_EQ(u8[i], want(x[i], 0, 255));
+    EXPECT_EQ(i8[i], want(x[i], -128, 127));
+    EXPECT_EQ(u16[i], want(x[i], 0, 65535));
+    EXPECT_EQ(i16[i], want(x[i], -32768, 32767));
+    EXPECT_EQ(du8[i], want(d[i], 0, 255));
+    EXPECT_EQ(di8[i], want(d[i], -128, 127));
   }
 }
 

@@ -8,6 +8,8 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <cmath>
+
 namespace kiln::codegen {
 
 namespace {
@@ -520,6 +522,26 @@ llvm::Value *Emitter::cast(const Inst &i, llvm::Value *a) {
     return b_.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
   }
   if (isFloat(from) && isFloat(to)) return b_.CreateFPCast(a, t);
+  if (isFloat(from) && dtypeSize(to) <= 2) {
+    // To an 8/16-bit integer (every quantize): the saturating conversion
+    // below spelled out, so that it vectorizes. x86 has no vector
+    // fptoui.sat to bytes and LLVM scalarized it (a clamp, a convert and a
+    // byte insert per lane: DynamicQuantizeLinear ran at 1 ns per value).
+    // NaN gives 0, the range's ends clamp, the rest truncates toward zero;
+    // every bound is exact in f32 and i32, so this equals fpto[su]i.sat.
+    llvm::Type *ft = a->getType();
+    const double lo = isSignedInt(to) ? -std::ldexp(1.0, 8 * int(dtypeSize(to)) - 1) : 0.0;
+    const double hi = isSignedInt(to) ? -lo - 1 : std::ldexp(1.0, 8 * int(dtypeSize(to))) - 1;
+    llvm::Value *x = b_.CreateSelect(b_.CreateFCmpUNO(a, a), llvm::ConstantFP::get(ft, 0.0), a);
+    x = b_.CreateSelect(b_.CreateFCmpOLT(x, llvm::ConstantFP::get(ft, lo)),
+                        llvm::ConstantFP::get(ft, lo), x);
+    x = b_.CreateSelect(b_.CreateFCmpOGT(x, llvm::ConstantFP::get(ft, hi)),
+                        llvm::ConstantFP::get(ft, hi), x);
+    llvm::Type *i32 = b_.getInt32Ty();
+    if (auto *vt = llvm::dyn_cast<llvm::VectorType>(ft))
+      i32 = llvm::VectorType::get(i32, vt->getElementCount());
+    return b_.CreateTrunc(b_.CreateFPToSI(x, i32), t);
+  }
   if (isFloat(from))
     // Saturating, so out-of-range values give a defined result instead of
     // LLVM poison.
