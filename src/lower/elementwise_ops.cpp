@@ -44,6 +44,22 @@ struct Rule {
   bool sameTypes;
 };
 
+bool isQuantizeOp(OpKind op) {
+  return op == OpKind::QuantizeLinear || op == OpKind::DequantizeLinear;
+}
+
+// One value, known now: a per-tensor scale or zero point.
+bool isStaticScalar(const Value *v) {
+  if (!v || !v->type().isTensor()) return false;
+  const Shape &s = v->type().shape();
+  if (!s.rankKnown || s.rank() > 1) return false;
+  return s.rank() == 0 || (s.dims[0].isStatic() && s.dims[0].value() == 1);
+}
+
+bool isQuantizedDType(DType t) {
+  return t == DType::U8 || t == DType::I8 || t == DType::U16 || t == DType::I16;
+}
+
 std::optional<Rule> ruleOf(OpKind op) {
   switch (op) {
   case OpKind::Floor:
@@ -125,6 +141,10 @@ std::optional<Rule> ruleOf(OpKind op) {
   case OpKind::Identity:
   case OpKind::Dropout:
     return Rule{Kinds::Any, false};
+  case OpKind::QuantizeLinear:
+    return Rule{Kinds::Float, false};
+  case OpKind::DequantizeLinear:
+    return Rule{Kinds::Int, false};
   default:
     return std::nullopt;
   }
@@ -148,7 +168,10 @@ bool isLowerableDType(DType t) {
 }
 
 bool isElementwiseOp(OpKind op) {
-  return ruleOf(op).has_value();
+  // Quantize/Dequantize are elementwise only in their per-tensor form (see
+  // checkElementwiseForm): alone they keep their own lowering, which takes
+  // every form; inside a fused chain the elementwise one saves a pass.
+  return ruleOf(op).has_value() && !isQuantizeOp(op);
 }
 
 Status checkElementwiseForm(const Node &n) {
@@ -197,6 +220,20 @@ Status checkElementwiseForm(const Node &n) {
     if (!n.input(1) || dtypeOf(n.output(0)) != dtypeOf(n.input(1)))
       return formError(n, "output dtype " + std::string(dtypeName(dtypeOf(n.output(0)))));
     break;
+  case OpKind::QuantizeLinear:
+  case OpKind::DequantizeLinear: {
+    // Per tensor only: one scale and zero point, no blocks.
+    const Value *scale = n.input(1), *zp = n.input(2);
+    if (n.getInt("block_size") > 0 || !isStaticScalar(scale) || !isFloat(dtypeOf(scale)) ||
+        (zp && !isStaticScalar(zp)))
+      return formError(n, "a scale or zero point that is not one value");
+    const bool quantize = n.op() == OpKind::QuantizeLinear;
+    const DType q = quantize ? dtypeOf(n.output(0)) : t;
+    if (!isQuantizedDType(q) || (zp && dtypeOf(zp) != q) ||
+        (!quantize && dtypeOf(n.output(0)) != dtypeOf(scale)))
+      return formError(n, "dtypes " + typesOf(n));
+    break;
+  }
   default:
     break;
   }

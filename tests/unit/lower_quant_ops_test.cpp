@@ -107,6 +107,40 @@ TEST(LowerQuantOps, QuantizeRoundsHalfToEvenAndSaturates) {
   expectBothGive(r, 0, {10, 12, 12, 10, 8, 255, 0, 0, 0});
 }
 
+// A QAT model's fake quantization (Relu -> QuantizeLinear ->
+// DequantizeLinear, one scale and zero point) fuses into one elementwise
+// kernel; it rounds, saturates and maps NaN exactly as the ops alone.
+TEST(LowerQuantOps, FakeQuantizeChainFusesAndRoundsLikeTheOps) {
+  const std::string model = header(13) + R"(graph @g(%x: f32[10], %s: f32[], %z: u8[]) -> (%y) {
+  %r = Relu(%x) : f32[10]
+  %q = QuantizeLinear(%r, %s, %z) : u8[10]
+  %d = DequantizeLinear(%q, %s, %z) : f32[10]
+  %y = Add(%d, %x) : f32[10]
+})";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // x / 0.5 = 0.5, 1.5, 2.5 round to 0, 2, 2; +10, -10, times 0.5; 200
+  // saturates at 255; negatives are 0 after Relu; NaN quantizes to 0 (then
+  // -5, plus NaN).
+  BothRuns r = runBoth(model, {values<float>({0.25f, 0.75f, 1.25f, 200, -3, 0, 1, 2.75f, 60, nan}),
+                               Tensor::scalar<float>(0.5f), Tensor::scalar<uint8_t>(10)});
+  ASSERT_EQ(r.artifact.size(), 1u);
+  const std::vector<double> want = {0.25, 1.75, 2.25, 322.5, -3, 0, 2, 5.75, 120};
+  for (const auto *side : {&r.interp, &r.artifact})
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ((*side)[0].getDouble(int64_t(i)), want[i]) << i;
+  EXPECT_TRUE(std::isnan(r.artifact[0].getDouble(9)));
+  for (const char *t : {"u8", "i8", "u16", "i16"}) {
+    SCOPED_TRACE(t);
+    const std::string typed = header(21) + "graph @g(%x: f32[n,37], %s: f32[1], %z: " + t +
+                              "[]) -> (%y) {\n  %a = Mul(%x, %x) : f32[n,37]\n" +
+                              "  %q = QuantizeLinear(%a, %s, %z) : " + t + "[n,37]\n" +
+                              "  %y = DequantizeLinear(%q, %s, %z) : f32[n,37]\n}";
+    expectArtifactMatchesInterpreter(typed, {randomTensor(DType::F32, {5, 37}, 3, -20, 20),
+                                             values<float>({0.37f}, {1}),
+                                             randomTensor(*dtypeFromName(t), {}, 4, 0, 100)});
+  }
+}
+
 TEST(LowerQuantOps, QuantizeDividesInF32LikeOnnxRuntime) {
   // 0.35f / 0.1f is 3.5 in f32 (rounds to 4) but 3.4999999 in f64 (3);
   // 0.75f / 0.1f is 7.5 in f32 (8), 7.4999999 in f64 (7).
