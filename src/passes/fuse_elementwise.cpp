@@ -13,9 +13,9 @@
 //     (lower::canLowerElementwise and statically provable broadcasting).
 //  2. A fusible node joins the group of one of its producers when its output
 //     has the group's shape (dims equal, or unknown: then the executor
-//     checks each run and falls back to the interpreter if they differ) and every other input comes from the group or
-//     from a node placed before the group's first node — so no path leaves
-//     the group and comes back (no cycle).
+//     checks each run and falls back to the interpreter if they differ) and every other input comes
+//     from the group or from a node placed before the group's first node or from a node without
+//     inputs — so no path leaves the group and comes back (no cycle).
 //  3. Otherwise it starts a new group. Groups of >= 2 nodes become Fused.
 #include "lower/elementwise.h"
 #include "lower/elementwise_ops.h"
@@ -57,6 +57,12 @@ bool fuseGraph(Graph &graph) {
       bool acyclic = true;
       for (const Value *u : n->inputs()) {
         if (!u || !u->producer() || u->producer()->owner() != &graph) continue;
+        // A producer without inputs (a Constant node, e.g. the scale a
+        // decomposed BatchNormalization multiplies by) lies on no path out
+        // of the group: it cannot close a cycle wherever it is placed.
+        // Counting it split a QAT conv's Div -> Mul -> Add into three
+        // passes over the activation.
+        if (u->producer()->numInputs() == 0) continue;
         auto it = groupOf.find(u->producer());
         if (it != groupOf.end() && it->second == g) continue;
         acyclic &= position[u->producer()] < first;

@@ -307,6 +307,10 @@ TEST(Canonicalize, DoesNotReshapeViewsWithTwoSymbolicDims) {
   expectPassOutput("canonicalize", "does_not_reshape_views_with_two_symbolic_dims");
 }
 
+TEST(FuseElementwise, ConstantNodesJoinTheChain) {
+  expectPassOutput("fuse-elementwise", "constant_nodes_join_the_chain");
+}
+
 TEST(FuseBatchnorm, DecomposesUnfoldableIntoMulAdd) {
   expectPassOutput("fuse-batchnorm", "decomposes_unfoldable_into_mul_add");
 }
