@@ -15,6 +15,17 @@
 
 namespace kiln::kernels::detail::simd {
 
+// The epilogue a fused GEMM tile applies to each value before its store
+// (the ISA files' tile templates; empty for the plain kernels).
+struct TileOps {
+  const EpilogueOp *ops;
+  int count;
+  int64_t row0, col0;
+};
+
+// A tile template's form argument: an EpilogueForm, or kPlain for none.
+constexpr int kPlain = -1;
+
 // exp(x), Cephes' expf: x = n*ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
 // polynomial, times 2^n. x is clamped to [-87.34, 88]: 2^n stays a normal
 // float and 1 + exp(x) stays finite, which sigmoid relies on.

@@ -19,13 +19,8 @@ __m256i laneMask(int64_t n) {
   return Avx2::laneMask(int(n < 0 ? 0 : n > 8 ? 8 : n));
 }
 
-// The epilogue of a fused kernel: ops applied to each value before its
-// store (none for the plain kernels).
-struct TileOps {
-  const EpilogueOp *ops;
-  int count;
-  int64_t row0, col0;
-};
+using simd::kPlain;
+using simd::TileOps;
 
 __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float beta,
                                                     __m256 vbeta) {
@@ -38,7 +33,6 @@ __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn: a
 // conv's input rows, no im2col copy), else from the packed panel at pb + k
 // * kNr.
-constexpr int kPlain = -1;
 
 template <int H, int kForm, bool kDirect = false>
 __attribute__((always_inline)) inline void

@@ -27,18 +27,12 @@ __attribute__((always_inline)) inline __m512 finish(__m512 acc, __mmask16 m, con
   return acc;
 }
 
-// The epilogue of a fused kernel: ops applied to each value before its
-// store (none for the plain kernels).
-struct TileOps {
-  const EpilogueOp *ops;
-  int count;
-  int64_t row0, col0;
-};
+using simd::kPlain;
+using simd::TileOps;
 
 // kForm: the fused epilogue (an EpilogueForm), or kPlain for none.
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn), else
 // from the packed panel at pb + k * kNr.
-constexpr int kPlain = -1;
 
 template <int H, int kForm, bool kDirect>
 __attribute__((always_inline)) inline void

@@ -173,8 +173,6 @@ private:
   int clip(int x);
   int power();
   int intPower(int base, int exponent);
-  int quantize();
-  int dequantize();
 
   kir::KernelBuilder &b_;
   const Node &n_;
@@ -183,29 +181,6 @@ private:
   DType t_, ct_, out_;
   Scalar s_;
 };
-
-// QuantizeLinear and DequantizeLinear with one scale and zero point
-// (elementwise_ops.cpp admits no other form), as quant_ops.cpp lowers them:
-// y = saturate(round(x / scale) + zp), the division in f32 (f64 for f64
-// x); y = (x - zp) * scale, the difference exact in i64, the product in
-// the scale's compute type.
-int OpEmitter::quantize() {
-  const DType ct = t_ == DType::F64 ? DType::F64 : DType::F32;
-  const int x = quant::convert(b_, ct, t_, in_[0]);
-  const int scale = quant::convert(b_, ct, inType(1), in_[1]);
-  const int q = b_.unary(Opcode::Round, ct, b_.binary(Opcode::Div, ct, x, scale));
-  const int zp = hasInput(2) ? b_.cast(DType::F64, inType(2), in_[2]) : b_.constant(DType::F64, 0);
-  return quant::saturateRounded(b_, out_, ct, q, zp);
-}
-
-int OpEmitter::dequantize() {
-  const DType st = inType(1), ct = st == DType::F64 ? DType::F64 : DType::F32;
-  int v = b_.cast(DType::I64, t_, in_[0]);
-  if (hasInput(2)) v = quant::isub(b_, v, b_.cast(DType::I64, t_, in_[2]));
-  const int y =
-      b_.binary(Opcode::Mul, ct, b_.cast(ct, DType::I64, v), quant::convert(b_, ct, st, in_[1]));
-  return quant::convert(b_, st, ct, y);
-}
 
 Expected<int> OpEmitter::emit() {
   const int x = in_[0];
@@ -216,10 +191,12 @@ Expected<int> OpEmitter::emit() {
   case OpKind::Cast:
   case OpKind::CastLike:
     return out_ == t_ ? x : b_.cast(out_, t_, x);
+  // One scale and zero point (elementwise_ops.cpp admits no other form).
   case OpKind::QuantizeLinear:
-    return quantize();
+    return quant::quantizeElement(b_, out_, t_, x, inType(1), in_[1],
+                                  hasInput(2) ? inType(2) : DType::U8, hasInput(2) ? in_[2] : -1);
   case OpKind::DequantizeLinear:
-    return dequantize();
+    return quant::dequantizeElement(b_, t_, x, inType(1), in_[1], hasInput(2) ? in_[2] : -1);
   case OpKind::Where:
     return b_.select(out_, x, in_[1], in_[2]);
   case OpKind::Not:

@@ -34,6 +34,16 @@ int convert(kir::KernelBuilder &b, DType to, DType from, int v);
 // `to`, NaN giving 0.
 int saturateRounded(kir::KernelBuilder &b, DType to, DType from, int rounded, int zp);
 
+// One element of QuantizeLinear: saturate(round(x / scale) + zp) to `out`,
+// the division in f32 (f64 for an f64 x); zp of type zt, or -1 for none.
+int quantizeElement(kir::KernelBuilder &b, DType out, DType xt, int x, DType st, int scale,
+                    DType zt, int zp);
+
+// One element of DequantizeLinear: (x - zp) * scale in the scale's type,
+// the difference exact in i64, the product in f32 (f64 for an f64 scale);
+// zp of x's type, or -1 for none.
+int dequantizeElement(kir::KernelBuilder &b, DType xt, int x, DType st, int scale, int zp);
+
 // requantize<Q> of quantize.h: saturate(round(f32(acc) * scale) + zp) for
 // an integer accumulator of type `accType`, an f32 scale and an f64 zp.
 int requantize(kir::KernelBuilder &b, DType to, DType accType, int acc, int scale, int zp);

@@ -113,6 +113,24 @@ int saturateRounded(kir::KernelBuilder &b, DType to, DType from, int rounded, in
   return b.cast(to, DType::F64, clamped);
 }
 
+int quantizeElement(kir::KernelBuilder &b, DType out, DType xt, int x, DType st, int scale,
+                    DType zt, int zp) {
+  const DType ct = xt == DType::F64 ? DType::F64 : DType::F32; // compute type
+  const int q =
+      b.unary(Opcode::Round, ct,
+              b.binary(Opcode::Div, ct, convert(b, ct, xt, x), convert(b, ct, st, scale)));
+  const int zp64 = zp >= 0 ? b.cast(DType::F64, zt, zp) : b.constant(DType::F64, 0);
+  return saturateRounded(b, out, ct, q, zp64);
+}
+
+int dequantizeElement(kir::KernelBuilder &b, DType xt, int x, DType st, int scale, int zp) {
+  const DType ct = st == DType::F64 ? DType::F64 : DType::F32;
+  int v = b.cast(DType::I64, xt, x);
+  if (zp >= 0) v = isub(b, v, b.cast(DType::I64, xt, zp));
+  const int y = b.binary(Opcode::Mul, ct, b.cast(ct, DType::I64, v), convert(b, ct, st, scale));
+  return convert(b, st, ct, y);
+}
+
 int requantize(kir::KernelBuilder &b, DType to, DType accType, int acc, int scale, int zp) {
   const int product = b.binary(Opcode::Mul, DType::F32, b.cast(DType::F32, accType, acc), scale);
   return saturateRounded(b, to, DType::F32, b.unary(Opcode::Round, DType::F32, product), zp);
@@ -249,7 +267,6 @@ Status lowerQuantize(DispatchBuilder &d) {
   KILN_ASSIGN_OR_RETURN(ParamLayout p, paramLayout(d));
   checkZeroPoint(d, 2);
   d.setOutput(0, d.dims(0), out);
-  const DType ct = xt == DType::F64 ? DType::F64 : DType::F32; // compute type
   const DType zt = d.inputType(2);
 
   kir::KernelBuilder &b = d.beginKernel(p.rows, p.inner);
@@ -260,12 +277,10 @@ Status lowerQuantize(DispatchBuilder &d) {
   at.add(1, -1, j);
   kir::Affine param;
   if (p.kind == ParamLayout::Kind::Blocked) param.add(1, -1, j);
-  const int x = convert(b, ct, xt, b.load(d.in(0), at));
-  const int scale = convert(b, ct, st, b.load(d.in(1), param, base));
-  const int q = b.unary(Opcode::Round, ct, b.binary(Opcode::Div, ct, x, scale));
-  const int zp =
-      d.input(2) ? b.cast(DType::F64, zt, b.load(d.in(2), param, base)) : b.constant(DType::F64, 0);
-  b.store(d.out(0), at, saturateRounded(b, out, ct, q, zp));
+  const int zp = d.input(2) ? b.load(d.in(2), param, base) : -1;
+  b.store(
+      d.out(0), at,
+      quantizeElement(b, out, xt, b.load(d.in(0), at), st, b.load(d.in(1), param, base), zt, zp));
   b.endLoop();
   b.endLoop();
   d.endKernel();
@@ -285,7 +300,6 @@ Status lowerDequantize(DispatchBuilder &d) {
   KILN_ASSIGN_OR_RETURN(ParamLayout p, paramLayout(d));
   checkZeroPoint(d, 2);
   d.setOutput(0, d.dims(0), st);
-  const DType ct = st == DType::F64 ? DType::F64 : DType::F32;
 
   kir::KernelBuilder &b = d.beginKernel(p.rows, p.inner);
   const int r = d.loop(p.rows, {Schedule::Kind::Parallel, 1});
@@ -295,11 +309,9 @@ Status lowerDequantize(DispatchBuilder &d) {
   at.add(1, -1, j);
   kir::Affine param;
   if (p.kind == ParamLayout::Kind::Blocked) param.add(1, -1, j);
-  int v = b.cast(DType::I64, xt, b.load(d.in(0), at));
-  if (d.input(2)) v = isub(b, v, b.cast(DType::I64, xt, b.load(d.in(2), param, base)));
-  const int scale = convert(b, ct, st, b.load(d.in(1), param, base));
-  const int y = b.binary(Opcode::Mul, ct, b.cast(ct, DType::I64, v), scale);
-  b.store(d.out(0), at, convert(b, st, ct, y));
+  const int zp = d.input(2) ? b.load(d.in(2), param, base) : -1;
+  b.store(d.out(0), at,
+          dequantizeElement(b, xt, b.load(d.in(0), at), st, b.load(d.in(1), param, base), zp));
   b.endLoop();
   b.endLoop();
   d.endKernel();
