@@ -248,10 +248,17 @@ struct GemmBand {
 // one thread would idle a quarter of the time, in 8 tiles of 1-2 panels
 // claimed one at a time the threads end within one panel of each other).
 // Tiles cost nothing extra: the weights are pre-packed and each tile packs
-// only its own columns. Row splits (output-channel blocks) only when even
-// one-panel tiles leave a thread idle: they make each thread pack the same
-// B panels. A task's columns that cross bands of different tap windows run
-// as one GEMM per band.
+// only its own columns. Row splits (output-channel blocks) when the
+// weights outweigh the pixels (Kg > P, ResNet's 512 channels on a 7x7 map):
+// with column tiles every thread would stream all the weights from memory
+// (and a 7x7 map's 2 panels give one thread 32 columns, the other 17); a
+// row split halves that traffic at the cost of each thread packing every
+// column, the same choice the GEMM driver makes (512 3x3 @7 on 2 threads:
+// 218 -> 283 GF/s; ResNet-50 2T -10%). Otherwise row splits only when even
+// one-panel tiles leave a thread idle. Tasks run row split-major, so a
+// thread's contiguous share is one channel block over its columns. A
+// task's columns that cross bands of different tap windows run as one GEMM
+// per band.
 void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                          void *workspace, runtime::ThreadPool &pool) const {
   const detail::GemmKernels k = detail::gemmKernelsFor(isa_);
@@ -268,10 +275,14 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
   int64_t rowSplits = 1;
   const double flops = 2.0 * double(s.N) * double(s.K) * double(depth) * double(P);
   const int64_t threads = flops < kParallelFlops ? 1 : pool.threads();
-  if (threads > 1 && units * tiles < 4 * threads)
-    tiles = std::min(colPanels, std::max(tiles, ceilDiv(4 * threads, units)));
-  if (threads > 1 && units * tiles < threads)
-    rowSplits = std::min(rows.count, ceilDiv(threads, units * tiles));
+  if (threads > 1 && units < threads && Kg > P) { // weights outweigh the pixels
+    rowSplits = std::min(rows.count, ceilDiv(threads, units));
+  } else {
+    if (threads > 1 && units * tiles < 4 * threads)
+      tiles = std::min(colPanels, std::max(tiles, ceilDiv(4 * threads, units)));
+    if (threads > 1 && units * tiles < threads)
+      rowSplits = std::min(rows.count, ceilDiv(threads, units * tiles));
+  }
   const int64_t tasks = units * tiles * rowSplits;
   const int64_t slotSize = slotFloats(ki, depth);
 
@@ -348,8 +359,8 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
 
   runTasks(pool, threads, tasks, [&](int slot, int64_t t) {
     const int64_t unit = t / (tiles * rowSplits), n = unit / G, g = unit % G;
-    const auto [c0, c1] = span(colPanels, tiles, t / rowSplits % tiles);
-    const auto [r0, r1] = span(rows.count, rowSplits, t % rowSplits);
+    const auto [c0, c1] = span(colPanels, tiles, t % tiles);
+    const auto [r0, r1] = span(rows.count, rowSplits, t / tiles % rowSplits);
     const int64_t j0 = c0 * ki.nr, j1 = std::min(c1 * ki.nr, P);
     if (j1 <= j0 || r1 <= r0) return;
     float *bBuf =

@@ -212,6 +212,7 @@ std::vector<ConvShape> shapes() {
       shape(1, 5, 1, 1, 6, 3, 3, 1, 1),          // 3x3 on a 1x1 input
       shape(1, 64, 20, 20, 70, 3, 3, 1, 1),      // depth 576: two K slices
       shape(1, 16, 5, 5, 350, 3, 3, 1, 1),       // M > mc: two row groups
+      shape(1, 64, 18, 18, 330, 3, 3, 1, 1),     // K > pixels: threads split channels, 2 B blocks
       shape(1, 8, 6, 100, 8, 3, 3, 1, 1),        // wide rows
       shape(1, 8, 6, 101, 8, 3, 3, 2, 1),        // wide rows, stride 2
       shape(1, 16, 13, 13, 16, 3, 3, 1, 1, 16),  // depthwise 3x3
