@@ -1,8 +1,9 @@
-// Pooling kernels (see pool.h for the semantics and the row scheme). Plain
-// C++ written so that the compiler vectorizes the two inner loops (both run
-// over contiguous floats, or stride-2 ones for strided pooling).
+// Pooling kernels (see pool.h for the semantics and the row scheme). The
+// driver and the portable row loops; the row loops of each vector ISA are in
+// pool_avx2.cpp and pool_avx512.cpp (pool_rows.h), picked per call.
 #include "kernels/pool.h"
 
+#include "kernels/pool_rows.h"
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
@@ -70,9 +71,34 @@ void horizontal(const float *buf, float *y, int64_t outW, int64_t kernel, int64_
   }
 }
 
+template <Reduce R> void reduceIntoPortable(float *v, const float *row, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] = combine<R>(v[i], row[i]);
+}
+
+template <Reduce R, int SW>
+void windowsPortable(const float *buf, float *y, int64_t outW, int64_t kernel, int64_t dw) {
+  horizontal<R, SW>(buf, y, outW, kernel, SW, dw);
+}
+
+detail::PoolRowKernels rowKernelsFor(GemmIsa isa) {
+  switch (resolveGemmIsa(isa)) {
+#if defined(__x86_64__)
+  case GemmIsa::kAvx512:
+    return detail::poolRowsAvx512();
+  case GemmIsa::kAvx2:
+    return detail::poolRowsAvx2();
+#endif
+  default:
+    return {reduceIntoPortable<Reduce::kMax>,
+            reduceIntoPortable<Reduce::kSum>,
+            {windowsPortable<Reduce::kMax, 1>, windowsPortable<Reduce::kMax, 2>},
+            {windowsPortable<Reduce::kSum, 1>, windowsPortable<Reduce::kSum, 2>}};
+  }
+}
+
 template <Reduce R>
-void poolRows(const Plan &p, bool countIncludePad, const float *x, float *y, int64_t oh0,
-              int64_t oh1) {
+void poolRows(const Plan &p, const detail::PoolRowKernels &k, bool countIncludePad, const float *x,
+              float *y, int64_t oh0, int64_t oh1) {
   thread_local std::vector<float> rowBuf, scale;
   const PoolShape &s = p.s;
   rowBuf.assign(size_t(p.bufFloats), identity<R>());
@@ -91,16 +117,13 @@ void poolRows(const Plan &p, bool countIncludePad, const float *x, float *y, int
     } else {
       const float *first = x + (ih0 + rBegin * s.dilationH) * s.W;
       std::copy(first, first + s.W, v);
-      for (int64_t r = rBegin + 1; r < rEnd; ++r) {
-        const float *row = x + (ih0 + r * s.dilationH) * s.W;
-        for (int64_t iw = 0; iw < s.W; ++iw) v[iw] = combine<R>(v[iw], row[iw]);
-      }
+      for (int64_t r = rBegin + 1; r < rEnd; ++r)
+        (R == Reduce::kMax ? k.maxInto : k.sumInto)(v, x + (ih0 + r * s.dilationH) * s.W, s.W);
     }
     float *yrow = y + oh * s.outW;
-    if (s.strideW == 1)
-      horizontal<R, 1>(rowBuf.data(), yrow, s.outW, s.kernelW, 1, s.dilationW);
-    else if (s.strideW == 2)
-      horizontal<R, 2>(rowBuf.data(), yrow, s.outW, s.kernelW, 2, s.dilationW);
+    if (s.strideW == 1 || s.strideW == 2)
+      (R == Reduce::kMax ? k.maxWindows : k.sumWindows)[s.strideW - 1](rowBuf.data(), yrow, s.outW,
+                                                                       s.kernelW, s.dilationW);
     else
       horizontal<R, 0>(rowBuf.data(), yrow, s.outW, s.kernelW, s.strideW, s.dilationW);
     if constexpr (R == Reduce::kSum) {
@@ -148,12 +171,14 @@ void forPlaneRows(const PoolShape &s, double work, runtime::ThreadPool *pool, F 
 
 template <Reduce R>
 void windowPool(const PoolShape &s, bool countIncludePad, const float *x, float *y,
-                runtime::ThreadPool *pool) {
+                runtime::ThreadPool *pool, GemmIsa isa) {
   if (s.N * s.C <= 0 || s.outH <= 0 || s.outW <= 0) return;
   const Plan p = makePlan(s);
+  const detail::PoolRowKernels k = rowKernelsFor(isa);
   const double work = double(s.N * s.C) * double(s.outH * s.outW) * double(s.kernelH + s.kernelW);
   forPlaneRows(s, work, pool, [&](int64_t plane, int64_t oh0, int64_t oh1) {
-    poolRows<R>(p, countIncludePad, x + plane * s.H * s.W, y + plane * s.outH * s.outW, oh0, oh1);
+    poolRows<R>(p, k, countIncludePad, x + plane * s.H * s.W, y + plane * s.outH * s.outW, oh0,
+                oh1);
   });
 }
 
@@ -194,13 +219,14 @@ bool PoolShape::valid() const {
          padTop >= 0 && padLeft >= 0 && padBottom >= 0 && padRight >= 0;
 }
 
-void maxPool2d(const PoolShape &s, const float *x, float *y, runtime::ThreadPool *pool) {
-  windowPool<Reduce::kMax>(s, false, x, y, pool);
+void maxPool2d(const PoolShape &s, const float *x, float *y, runtime::ThreadPool *pool,
+               GemmIsa isa) {
+  windowPool<Reduce::kMax>(s, false, x, y, pool, isa);
 }
 
 void averagePool2d(const PoolShape &s, bool countIncludePad, const float *x, float *y,
-                   runtime::ThreadPool *pool) {
-  windowPool<Reduce::kSum>(s, countIncludePad, x, y, pool);
+                   runtime::ThreadPool *pool, GemmIsa isa) {
+  windowPool<Reduce::kSum>(s, countIncludePad, x, y, pool, isa);
 }
 
 void globalAveragePool(int64_t N, int64_t C, int64_t spatial, const float *x, float *y,

@@ -18,6 +18,8 @@
 // are spread over the pool.
 #pragma once
 
+#include "kernels/isa.h"
+
 #include <cstdint>
 
 namespace kiln::runtime {
@@ -37,9 +39,12 @@ struct PoolShape {
 };
 
 // pool: null means runtime::ThreadPool::global(). x and y must not overlap.
-void maxPool2d(const PoolShape &s, const float *x, float *y, runtime::ThreadPool *pool = nullptr);
+// isa picks the row loops (isa.h; kAuto: the fastest this CPU has); every
+// ISA gives the same bits.
+void maxPool2d(const PoolShape &s, const float *x, float *y, runtime::ThreadPool *pool = nullptr,
+               GemmIsa isa = GemmIsa::kAuto);
 void averagePool2d(const PoolShape &s, bool countIncludePad, const float *x, float *y,
-                   runtime::ThreadPool *pool = nullptr);
+                   runtime::ThreadPool *pool = nullptr, GemmIsa isa = GemmIsa::kAuto);
 
 // y[n][c] = mean / max of the `spatial` values of plane (n, c).
 void globalAveragePool(int64_t N, int64_t C, int64_t spatial, const float *x, float *y,

@@ -49,6 +49,17 @@ struct Avx2 {
   static T rcp(T a) { return _mm256_rcp_ps(a); }
   static T lessThan(T a, T b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static T select(T m, T a, T b) { return _mm256_blendv_ps(b, a, m); }
+  static T isNaN(T a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+  // p[0], p[2], ..., p[2 * (lanes - 1)]: two masked loads reading nothing
+  // past the last; the shuffle interleaves the halves' evens per 128-bit
+  // lane (lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6), the permute puts them in order.
+  static T evens(const float *p, int lanes) {
+    const int n = 2 * lanes - 1;
+    const T lo = load(p, n), hi = n > 8 ? load(p + 8, n - 8) : _mm256_setzero_ps();
+    const T mixed = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(mixed), _MM_SHUFFLE(3, 1, 2, 0)));
+  }
 };
 
 } // namespace

@@ -35,6 +35,16 @@ struct Avx512 {
   static T rcp(T a) { return _mm512_rcp14_ps(a); }
   static M lessThan(T a, T b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static T select(M m, T a, T b) { return _mm512_mask_blend_ps(m, b, a); }
+  static M isNaN(T a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+  // p[0], p[2], ..., p[2 * (lanes - 1)]: two masked loads reading nothing
+  // past the last, one permute.
+  static T evens(const float *p, int lanes) {
+    const int n = 2 * lanes - 1;
+    const T lo = load(p, n), hi = n > 16 ? load(p + 16, n - 16) : _mm512_setzero_ps();
+    const __m512i idx =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(lo, idx, hi);
+  }
 };
 
 } // namespace

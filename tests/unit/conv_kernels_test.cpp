@@ -2,6 +2,7 @@
 // 1/2/3, asymmetric pads, dilations 2-36 (dead taps), groups 1/2/C
 // (depthwise, with a channel multiplier too), odd sizes, batch 1 and 3, Conv1d, every epilogue
 // kind, explicit and thread-local workspaces, on every ISA this CPU supports, with 1 and 2 threads.
+#include "kernel_isas.h"
 #include "kernels/conv.h"
 #include "kernels/conv_taps.h"
 #include "runtime/thread_pool.h"
@@ -282,14 +283,7 @@ std::vector<ConvShape> shapes() {
   return v;
 }
 
-std::vector<GemmIsa> supportedIsas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512})
-    if (gemmIsaSupported(isa)) isas.push_back(isa);
-  return isas;
-}
-
-class ConvKernelTest : public ::testing::TestWithParam<std::tuple<GemmIsa, int>> {};
+class ConvKernelTest : public ::testing::TestWithParam<IsaAndThreads> {};
 
 TEST_P(ConvKernelTest, MatchesFloat64Reference) {
   auto [isa, threads] = GetParam();
@@ -313,13 +307,7 @@ TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(IsasAndThreads, ConvKernelTest,
-                         ::testing::Combine(::testing::ValuesIn(supportedIsas()),
-                                            ::testing::Values(1, 2)),
-                         [](const auto &info) {
-                           return std::string(gemmIsaName(std::get<0>(info.param))) + "_" +
-                                  std::to_string(std::get<1>(info.param)) + "threads";
-                         });
+INSTANTIATE_TEST_SUITE_P(IsasAndThreads, ConvKernelTest, isasAndThreads(), isaAndThreadsName);
 
 TEST(ConvKernel, PicksTheAlgorithmFromTheWeightShape) {
   std::vector<float> w(64 * 64 * 9, 0.5f);

@@ -6,6 +6,7 @@
 // full result), a 1-D op laid along H, batch 3, wide and tall inputs that
 // split into many row blocks, on every ISA this CPU supports, with 1 and 2
 // threads.
+#include "kernel_isas.h"
 #include "kernels/conv_transpose.h"
 #include "runtime/thread_pool.h"
 
@@ -143,14 +144,7 @@ std::vector<ConvTransposeShape> shapes() {
   return v;
 }
 
-std::vector<GemmIsa> supportedIsas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512})
-    if (gemmIsaSupported(isa)) isas.push_back(isa);
-  return isas;
-}
-
-class ConvTransposeKernelTest : public ::testing::TestWithParam<std::tuple<GemmIsa, int>> {};
+class ConvTransposeKernelTest : public ::testing::TestWithParam<IsaAndThreads> {};
 
 TEST_P(ConvTransposeKernelTest, MatchesFloat64Reference) {
   auto [isa, threads] = GetParam();
@@ -173,13 +167,8 @@ TEST_P(ConvTransposeKernelTest, OnePackServesEveryInputSize) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(IsasAndThreads, ConvTransposeKernelTest,
-                         ::testing::Combine(::testing::ValuesIn(supportedIsas()),
-                                            ::testing::Values(1, 2)),
-                         [](const auto &info) {
-                           return std::string(gemmIsaName(std::get<0>(info.param))) + "_" +
-                                  std::to_string(std::get<1>(info.param)) + "threads";
-                         });
+INSTANTIATE_TEST_SUITE_P(IsasAndThreads, ConvTransposeKernelTest, isasAndThreads(),
+                         isaAndThreadsName);
 
 } // namespace
 } // namespace kiln::kernels

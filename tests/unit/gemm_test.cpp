@@ -2,6 +2,7 @@
 // (edge tiles, vectors, K slices), transposes, alpha/beta, the epilogue
 // (column bias + ReLU here; every kind in epilogue_test.cpp), pre-packed A
 // and B operands, on every ISA this CPU supports, with 1 and 2 threads.
+#include "kernel_isas.h"
 #include "kernels/gemm.h"
 #include "runtime/thread_pool.h"
 
@@ -142,14 +143,7 @@ std::vector<Case> shapes() {
   return cases;
 }
 
-std::vector<GemmIsa> supportedIsas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512})
-    if (gemmIsaSupported(isa)) isas.push_back(isa);
-  return isas;
-}
-
-class GemmTest : public ::testing::TestWithParam<std::tuple<GemmIsa, int>> {};
+class GemmTest : public ::testing::TestWithParam<IsaAndThreads> {};
 
 TEST_P(GemmTest, MatchesFloat64Reference) {
   auto [isa, threads] = GetParam();
@@ -170,13 +164,7 @@ TEST_P(GemmTest, PrePackedOperandsMatchFloat64Reference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(IsasAndThreads, GemmTest,
-                         ::testing::Combine(::testing::ValuesIn(supportedIsas()),
-                                            ::testing::Values(1, 2)),
-                         [](const auto &info) {
-                           return std::string(gemmIsaName(std::get<0>(info.param))) + "_" +
-                                  std::to_string(std::get<1>(info.param)) + "threads";
-                         });
+INSTANTIATE_TEST_SUITE_P(IsasAndThreads, GemmTest, isasAndThreads(), isaAndThreadsName);
 
 TEST(Gemm, AutoPicksASupportedIsaAndUsesTheGlobalPool) {
   EXPECT_TRUE(gemmIsaSupported(bestGemmIsa()));

@@ -1,13 +1,17 @@
 // kernels::maxPool2d / averagePool2d / global pools against plain loops with
 // ONNX semantics: kernel 1..5, strides 1..3, dilation 2, asymmetric pads,
 // ceil_mode output sizes (windows hanging past the padding),
-// count_include_pad, 1-D (H = 1), odd sizes, batch 3, 1 and 2 threads.
+// count_include_pad, 1-D (H = 1), odd sizes, batch 3, 1 and 2 threads, on
+// every row-loop ISA this CPU has; and every ISA against the portable loops
+// bit for bit (zeros' signs and NaNs included).
+#include "kernel_isas.h"
 #include "kernels/pool.h"
 #include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -60,15 +64,15 @@ std::string describe(const PoolShape &s) {
 
 enum class Kind { kMax, kAvg, kAvgIncludePad };
 
-void check(const PoolShape &s, Kind kind, runtime::ThreadPool &pool) {
+void check(const PoolShape &s, Kind kind, runtime::ThreadPool &pool, GemmIsa isa) {
   ASSERT_TRUE(s.valid()) << describe(s);
   std::mt19937 rng(uint32_t(s.H * 31 + s.W + s.kernelH * 7 + int(kind)));
   auto x = randomVector(size_t(s.N * s.C * s.H * s.W), rng);
   std::vector<float> y(size_t(s.N * s.C * s.outH * s.outW), std::nanf(""));
   if (kind == Kind::kMax)
-    maxPool2d(s, x.data(), y.data(), &pool);
+    maxPool2d(s, x.data(), y.data(), &pool, isa);
   else
-    averagePool2d(s, kind == Kind::kAvgIncludePad, x.data(), y.data(), &pool);
+    averagePool2d(s, kind == Kind::kAvgIncludePad, x.data(), y.data(), &pool, isa);
   for (int64_t plane = 0; plane < s.N * s.C; ++plane)
     for (int64_t oh = 0; oh < s.outH; ++oh)
       for (int64_t ow = 0; ow < s.outW; ++ow) {
@@ -90,8 +94,8 @@ void check(const PoolShape &s, Kind kind, runtime::ThreadPool &pool) {
         if (kind == Kind::kAvgIncludePad) ref = padded ? sum / double(padded) : 0.0;
         const double got = y[size_t((plane * s.outH + oh) * s.outW + ow)];
         ASSERT_NEAR(got, ref, 1e-5 + 1e-4 * std::abs(ref))
-            << "kind " << int(kind) << " threads=" << pool.threads() << " " << describe(s)
-            << " at plane " << plane << " (" << oh << "," << ow << ")";
+            << "kind " << int(kind) << " isa " << gemmIsaName(isa) << " threads=" << pool.threads()
+            << " " << describe(s) << " at plane " << plane << " (" << oh << "," << ow << ")";
       }
 }
 
@@ -110,39 +114,45 @@ std::vector<Case> cases() {
       {1, 2, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},        // wide rows
       {1, 1, 5, 5, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4},         // windows fully in padding
       {1, 2, 10, 10, 4, 4, 3, 3, 2, 1, 1, 2, 3, 1, true}, // everything at once
+      {1, 2, 9, 75, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true},  // 3x3 s2 ceil, 37 outputs a row
+      {1, 2, 5, 70, 2, 4, 1, 2, 1, 2, 0, 1, 0, 2},        // stride 2, dilation 2, 35 outputs
+      {1, 2, 6, 53, 3, 5, 1, 1, 1, 1, 1, 2, 1, 2},        // stride 1, 53 outputs
   };
 }
 
-class PoolKernelTest : public ::testing::TestWithParam<int> {};
+class PoolKernelTest : public ::testing::TestWithParam<IsaAndThreads> {};
 
 TEST_P(PoolKernelTest, MaxMatchesReference) {
-  runtime::ThreadPool pool(GetParam());
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
   for (const Case &c : cases()) {
-    check(toShape(c), Kind::kMax, pool);
+    check(toShape(c), Kind::kMax, pool, isa);
     if (HasFatalFailure()) return;
   }
 }
 
 TEST_P(PoolKernelTest, AverageMatchesReference) {
-  runtime::ThreadPool pool(GetParam());
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
   for (const Case &c : cases())
     for (Kind kind : {Kind::kAvg, Kind::kAvgIncludePad}) {
-      check(toShape(c), kind, pool);
+      check(toShape(c), kind, pool, isa);
       if (HasFatalFailure()) return;
     }
 }
 
 TEST_P(PoolKernelTest, LargePlanesSplitAcrossThreads) {
-  runtime::ThreadPool pool(GetParam());
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
   for (Kind kind : {Kind::kMax, Kind::kAvg}) {
-    check(toShape({1, 1, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}), kind, pool);
-    check(toShape({2, 64, 40, 40, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}), kind, pool);
+    check(toShape({1, 1, 160, 160, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}), kind, pool, isa);
+    check(toShape({2, 64, 40, 40, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2}), kind, pool, isa);
     if (HasFatalFailure()) return;
   }
 }
 
 TEST_P(PoolKernelTest, GlobalPoolsMatchReference) {
-  runtime::ThreadPool pool(GetParam());
+  runtime::ThreadPool pool(std::get<1>(GetParam()));
   std::mt19937 rng(5);
   for (auto [N, C, spatial] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
                                {2, 3, 17},
@@ -165,17 +175,62 @@ TEST_P(PoolKernelTest, GlobalPoolsMatchReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, PoolKernelTest, ::testing::Values(1, 2),
-                         [](const auto &info) { return std::to_string(info.param) + "threads"; });
+INSTANTIATE_TEST_SUITE_P(IsasAndThreads, PoolKernelTest, isasAndThreads(), isaAndThreadsName);
 
 TEST(PoolKernel, MaxPropagatesNaN) {
   PoolShape s;
   s.H = 1, s.W = 4, s.outH = 1, s.outW = 2, s.kernelW = 2, s.strideW = 2;
   const float x[4] = {1.0f, std::nanf(""), 3.0f, 2.0f};
-  float y[2];
-  maxPool2d(s, x, y);
-  EXPECT_TRUE(std::isnan(y[0]));
-  EXPECT_EQ(y[1], 3.0f);
+  for (GemmIsa isa : supportedIsas()) {
+    float y[2];
+    maxPool2d(s, x, y, nullptr, isa);
+    EXPECT_TRUE(std::isnan(y[0])) << gemmIsaName(isa);
+    EXPECT_EQ(y[1], 3.0f) << gemmIsaName(isa);
+  }
+}
+
+// The vector row loops reduce each output in the portable loops' order, so
+// every ISA gives the same bits: NaNs in either the accumulated or the new
+// operand win (in the vertical and the horizontal pass), +0 and -0 keep the
+// portable choice, sums round alike.
+TEST(PoolKernel, EveryIsaGivesThePortableBits) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (const Case &c :
+       {Case{1, 3, 9, 75, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true},
+        Case{1, 2, 7, 41, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, Case{2, 2, 8, 66, 2, 2, 2, 2}}) {
+    const PoolShape s = toShape(c);
+    std::vector<float> x = randomVector(size_t(s.N * s.C * s.H * s.W), rng);
+    for (float &v : x) { // ties of zeros of both signs, and a few NaNs
+      const int k = pick(rng);
+      if (k == 0) v = 0.0f;
+      if (k == 1) v = -0.0f;
+      if (k == 2 && pick(rng) < 2) v = std::nanf("");
+    }
+    const size_t outs = size_t(s.N * s.C * s.outH * s.outW);
+    for (Kind kind : {Kind::kMax, Kind::kAvg}) {
+      std::vector<float> want(outs), got(outs);
+      auto run = [&](GemmIsa isa, std::vector<float> &y) {
+        if (kind == Kind::kMax)
+          maxPool2d(s, x.data(), y.data(), nullptr, isa);
+        else
+          averagePool2d(s, false, x.data(), y.data(), nullptr, isa);
+      };
+      run(GemmIsa::kPortable, want);
+      for (GemmIsa isa : supportedIsas()) {
+        run(isa, got);
+        for (size_t i = 0; i < outs; ++i) {
+          uint32_t a, b;
+          std::memcpy(&a, &want[i], 4);
+          std::memcpy(&b, &got[i], 4);
+          const bool bothNaN = std::isnan(want[i]) && std::isnan(got[i]);
+          ASSERT_TRUE(bothNaN || a == b)
+              << gemmIsaName(isa) << " kind " << int(kind) << " " << describe(s) << " at " << i
+              << ": " << got[i] << " vs portable " << want[i];
+        }
+      }
+    }
+  }
 }
 
 } // namespace

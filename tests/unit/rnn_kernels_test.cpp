@@ -7,6 +7,7 @@
 // Y, Y_h and Y_c must agree to 1e-5.
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "kernel_isas.h"
 #include "kernels/rnn.h"
 #include "runtime/thread_pool.h"
 
@@ -127,14 +128,7 @@ std::vector<LstmCase> cases() {
   };
 }
 
-std::vector<GemmIsa> supportedIsas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512})
-    if (gemmIsaSupported(isa)) isas.push_back(isa);
-  return isas;
-}
-
-class LstmKernelTest : public ::testing::TestWithParam<std::tuple<GemmIsa, int>> {};
+class LstmKernelTest : public ::testing::TestWithParam<IsaAndThreads> {};
 
 TEST_P(LstmKernelTest, MatchesTheInterpreter) {
   auto [isa, threads] = GetParam();
@@ -145,13 +139,7 @@ TEST_P(LstmKernelTest, MatchesTheInterpreter) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(IsasAndThreads, LstmKernelTest,
-                         ::testing::Combine(::testing::ValuesIn(supportedIsas()),
-                                            ::testing::Values(1, 2)),
-                         [](const auto &info) {
-                           return std::string(gemmIsaName(std::get<0>(info.param))) + "_" +
-                                  std::to_string(std::get<1>(info.param)) + "threads";
-                         });
+INSTANTIATE_TEST_SUITE_P(IsasAndThreads, LstmKernelTest, isasAndThreads(), isaAndThreadsName);
 
 } // namespace
 } // namespace kiln::kernels
