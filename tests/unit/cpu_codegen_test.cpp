@@ -204,6 +204,74 @@ kernel @round16(%x: f32, %h: f16 out, %b: bf16 out, %hx: f32 out, %bx: f32 out) 
   }
 }
 
+// A vector loop runs as a main copy over whole blocks of 4 vectors and a
+// masked tail copy for the rest (emit_llvm.cpp): every length, below,
+// at and past the block edges, must reduce and store exactly its elements,
+// the rows of a parallel loop included (each call runs a slice of them).
+TEST_P(CpuCodegen, VectorLoopsOfEveryLengthReduceAndStoreTheirElements) {
+  std::unique_ptr<codegen::CpuJit> jit;
+  codegen::KernelEntry fn = compileOne(target_, R"(
+kernel @rows(%x: f32, %y: f32 out, %stats: f32 out) params(%rows, %n) vars(%max: f32, %sum: f32) {
+  parallel %i0 = 0 to %rows {
+    %0 = const -inf : f32
+    write %max, %0
+    vector(16) %i1 = 0 to %n {
+      %1 = load %x[%i0 * %n + %i1]
+      %2 = read %max
+      %3 = max %2, %1 : f32
+      write %max, %3
+    }
+    %4 = const 0.0 : f32
+    write %sum, %4
+    vector(16) %i2 = 0 to %n {
+      %5 = load %x[%i0 * %n + %i2]
+      %6 = read %max
+      %7 = sub %5, %6 : f32
+      %8 = exp %7 : f32
+      store %y[%i0 * %n + %i2], %8
+      %9 = read %sum
+      %10 = add %9, %8 : f32
+      write %sum, %10
+    }
+    %11 = read %max
+    store %stats[2 * %i0], %11
+    %12 = read %sum
+    store %stats[2 * %i0 + 1], %12
+  }
+})",
+                                       jit);
+  ASSERT_NE(fn, nullptr);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  const float canary = 12345.0f;
+  for (int64_t n :
+       {0, 1, 7, 15, 16, 17, 49, 63, 64, 65, 100, 127, 128, 129, 200, 255, 256, 300, 1000}) {
+    const int64_t rows = 3;
+    std::vector<float> x(size_t(rows * n));
+    for (float &v : x) v = dist(rng);
+    std::vector<float> y(size_t(rows * n + 64), canary), stats(size_t(2 * rows + 2), canary);
+    void *buffers[] = {x.data(), y.data(), stats.data()};
+    int64_t params[] = {rows, n};
+    fn(buffers, params, 0, rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[size_t(r * n + i)]);
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = std::exp(double(x[size_t(r * n + i)]) - double(mx));
+        sum += e;
+        ASSERT_NEAR(y[size_t(r * n + i)], e, 1e-6 * e + 1e-30)
+            << "n " << n << " row " << r << " element " << i;
+      }
+      ASSERT_EQ(stats[size_t(2 * r)], mx) << "n " << n << " row " << r;
+      ASSERT_NEAR(stats[size_t(2 * r + 1)], sum, 1e-5 * sum) << "n " << n << " row " << r;
+    }
+    for (size_t i = size_t(rows * n); i < y.size(); ++i)
+      ASSERT_EQ(y[i], canary) << "n " << n << ": stored past the end at " << i;
+    ASSERT_EQ(stats[size_t(2 * rows)], canary) << "n " << n;
+  }
+}
+
 // Float to 8/16-bit integer casts (every quantize) saturate like
 // fpto[su]i.sat on every level, vectorized or not: NaN gives 0, values
 // beyond the type's range its end, the rest truncate toward zero.
