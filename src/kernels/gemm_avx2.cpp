@@ -122,25 +122,11 @@ void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, 
   tile<H, int(F)>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{ops, opCount, row0, col0});
 }
 
-template <int H, EpilogueForm F>
-void fusedDirect(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c,
-                 int64_t ldc, float beta, const float *rowBias, const EpilogueOp *ops, int opCount,
-                 int64_t row0, int64_t col0) {
-  tile<H, int(F), true>(kc, pa, b, c, ldc, beta, kNr, rowBias, TileOps{ops, opCount, row0, col0},
-                        boff);
-}
-
-// fused<h, F> and fusedDirect<h, F> for h = 1..kMr into their table[F].
+// fused<h, F> for h = 1..kMr into table[F].
 template <EpilogueForm F> void addFused(GemmKernelInfo &info) {
   const FusedKernelFn kernels[] = {nullptr,     fused<1, F>, fused<2, F>, fused<3, F>,
                                    fused<4, F>, fused<5, F>, fused<6, F>};
-  const FusedDirectKernelFn inPlace[] = {nullptr,           fusedDirect<1, F>, fusedDirect<2, F>,
-                                         fusedDirect<3, F>, fusedDirect<4, F>, fusedDirect<5, F>,
-                                         fusedDirect<6, F>};
-  for (int h = 1; h <= kMr; ++h) {
-    info.fused[int(F)][h] = kernels[h];
-    info.fusedDirect[int(F)][h] = inPlace[h];
-  }
+  for (int h = 1; h <= kMr; ++h) info.fused[int(F)][h] = kernels[h];
 }
 
 // 8 chains: 2 per panel, 4 panels.

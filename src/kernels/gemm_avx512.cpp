@@ -124,41 +124,16 @@ void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, 
                          TileOps{ops, opCount, row0, col0});
 }
 
-template <int H, EpilogueForm F>
-void fusedDirect(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c,
-                 int64_t ldc, float beta, const float *rowBias, const EpilogueOp *ops, int opCount,
-                 int64_t row0, int64_t col0) {
-  tile<H, int(F), true>(kc, pa, b, boff, c, ldc, beta, kNr, rowBias,
-                        TileOps{ops, opCount, row0, col0});
-}
-
-// fused<h, F> and fusedDirect<h, F> for h = 1..kMr into their table[F]. No kGeneral: interpreting
-// an op list around 28 live accumulators spills them all (as on AVX2, where that cost 15-30%), so
-// any other list keeps the tile pass after the plain kernel, on a tile still in L1.
+// fused<h, F> for h = 1..kMr into table[F]. No kGeneral: interpreting an
+// op list around 28 live accumulators spills them all (as on AVX2, where
+// that cost 15-30%), so any other list keeps the tile pass after the plain
+// kernel, on a tile still in L1.
 template <EpilogueForm F> void addFused(GemmKernelInfo &info) {
   const FusedKernelFn kernels[] = {nullptr,      fused<1, F>,  fused<2, F>,  fused<3, F>,
                                    fused<4, F>,  fused<5, F>,  fused<6, F>,  fused<7, F>,
                                    fused<8, F>,  fused<9, F>,  fused<10, F>, fused<11, F>,
                                    fused<12, F>, fused<13, F>, fused<14, F>};
-  const FusedDirectKernelFn inPlace[] = {nullptr,
-                                         fusedDirect<1, F>,
-                                         fusedDirect<2, F>,
-                                         fusedDirect<3, F>,
-                                         fusedDirect<4, F>,
-                                         fusedDirect<5, F>,
-                                         fusedDirect<6, F>,
-                                         fusedDirect<7, F>,
-                                         fusedDirect<8, F>,
-                                         fusedDirect<9, F>,
-                                         fusedDirect<10, F>,
-                                         fusedDirect<11, F>,
-                                         fusedDirect<12, F>,
-                                         fusedDirect<13, F>,
-                                         fusedDirect<14, F>};
-  for (int h = 1; h <= kMr; ++h) {
-    info.fused[int(F)][h] = kernels[h];
-    info.fusedDirect[int(F)][h] = inPlace[h];
-  }
+  for (int h = 1; h <= kMr; ++h) info.fused[int(F)][h] = kernels[h];
 }
 
 // Row-major A into an h-tall micro-panel: one h-lane gather and one masked

@@ -132,11 +132,8 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
                int64_t panel1, int64_t j0, int64_t n, int64_t nc, float *aBuf, float *bBuf) {
   const GemmKernelInfo &ki = k.info;
   // The fused kernels of this epilogue's form, else the general ones.
-  const int form = int(epilogueFormOf(p.ops, p.opCount));
-  const FusedKernelFn *fusedKernels = ki.fused[form];
+  const FusedKernelFn *fusedKernels = ki.fused[int(epilogueFormOf(p.ops, p.opCount))];
   if (!fusedKernels[1]) fusedKernels = ki.fused[int(EpilogueForm::kGeneral)];
-  const FusedDirectKernelFn *fusedDirect = ki.fusedDirect[form];
-  if (!fusedDirect[1]) fusedDirect = ki.fusedDirect[int(EpilogueForm::kGeneral)];
   const int nr = ki.nr;
   const int64_t kcMax = sliceDepth(p.K, ki.kc);
   const int64_t nPad = roundUp(p.N, nr);
@@ -197,12 +194,8 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
             float *c = p.c + row * p.ldc + col;
             const float *bias = pc == 0 && p.rowBias ? p.rowBias + row : nullptr;
             const float *pai = pa + (row - rowBase) * kc;
-            const bool fused =
-                epilogue && (direct ? fusedDirect[h] != nullptr : fusedKernels[h] != nullptr);
-            if (direct && fused)
-              fusedDirect[h](kc, pai, direct, p.b.offsets + pc, c, p.ldc, beta, bias, p.ops,
-                             p.opCount, p.epiRow0 + row, p.epiCol0 + col);
-            else if (direct)
+            const bool fused = epilogue && !direct && fusedKernels[h];
+            if (direct)
               ki.direct[h](kc, pai, direct, p.b.offsets + pc, c, p.ldc, beta, bias);
             else if (fused)
               fusedKernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias, p.ops, p.opCount,

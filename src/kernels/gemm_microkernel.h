@@ -42,14 +42,6 @@ using DirectKernelFn = void (*)(int64_t kc, const float *pa, const float *b, con
 using FusedKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
                                float beta, int64_t cols, const float *rowBias,
                                const EpilogueOp *ops, int opCount, int64_t row0, int64_t col0);
-// A DirectKernelFn with a fused epilogue, as FusedKernelFn: a 1x1 or
-// stride-1 conv's in-place tiles keep their activation in registers too
-// (with a tile pass after the direct kernel, SqueezeNet's 16->64 1x1 ReLU
-// conv ran at 78 GF/s instead of 123).
-using FusedDirectKernelFn = void (*)(int64_t kc, const float *pa, const float *b,
-                                     const int32_t *boff, float *c, int64_t ldc, float beta,
-                                     const float *rowBias, const EpilogueOp *ops, int opCount,
-                                     int64_t row0, int64_t col0);
 
 // The epilogues a fused kernel has compiled in, applied to the
 // accumulators where they are: one activation, a residual add alone (kAdd:
@@ -91,7 +83,6 @@ struct GemmKernelInfo {
   // Optional, as kernels: fused[form][h] for each EpilogueForm (a missing
   // form takes kGeneral's kernel).
   FusedKernelFn fused[kEpilogueForms][kMaxMr + 1] = {};
-  FusedDirectKernelFn fusedDirect[kEpilogueForms][kMaxMr + 1] = {}; // optional, as fused
   Row1KernelFn row1x4 = nullptr;          // optional
 };
 
