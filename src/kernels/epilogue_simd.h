@@ -119,10 +119,9 @@ applyFormBlock(typename V::T (&v)[R][C], const EpilogueOp *ops, int64_t row0, in
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
-      if constexpr (F == EpilogueForm::kAddRelu || F == EpilogueForm::kAdd) {
+      if constexpr (F == EpilogueForm::kAddRelu) {
         const float *residual = op.data + (row0 + r) * op.ld + col0 + c * V::kLanes;
-        v[r][c] = V::add(v[r][c], V::load(residual, lanes[c]));
-        if constexpr (F == EpilogueForm::kAddRelu) v[r][c] = V::max(v[r][c], V::set1(0.0f));
+        v[r][c] = V::max(V::add(v[r][c], V::load(residual, lanes[c])), V::set1(0.0f));
       }
       if constexpr (F == EpilogueForm::kRelu) v[r][c] = V::max(v[r][c], V::set1(0.0f));
       if constexpr (F == EpilogueForm::kClip)
@@ -130,7 +129,6 @@ applyFormBlock(typename V::T (&v)[R][C], const EpilogueOp *ops, int64_t row0, in
       if constexpr (F == EpilogueForm::kHardSwish)
         v[r][c] = V::mul(v[r][c], hardSigmoid<V>(v[r][c], a, b));
       if constexpr (F == EpilogueForm::kSilu) v[r][c] = V::mul(v[r][c], sigmoid<V>(v[r][c]));
-      if constexpr (F == EpilogueForm::kSigmoid) v[r][c] = sigmoid<V>(v[r][c]);
     }
 }
 

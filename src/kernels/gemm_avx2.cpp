@@ -168,8 +168,6 @@ GemmKernelInfo gemmKernelAvx2() {
   addFused<EpilogueForm::kClip>(info);
   addFused<EpilogueForm::kHardSwish>(info);
   addFused<EpilogueForm::kSilu>(info);
-  addFused<EpilogueForm::kSigmoid>(info);
-  addFused<EpilogueForm::kAdd>(info);
   addFused<EpilogueForm::kAddRelu>(info);
   info.row1x4 = row1x4;
   return info;

@@ -174,8 +174,6 @@ GemmKernelInfo gemmKernelAvx512() {
   addFused<EpilogueForm::kClip>(info);
   addFused<EpilogueForm::kHardSwish>(info);
   addFused<EpilogueForm::kSilu>(info);
-  addFused<EpilogueForm::kSigmoid>(info);
-  addFused<EpilogueForm::kAdd>(info);
   addFused<EpilogueForm::kAddRelu>(info);
   return info;
 }

@@ -119,10 +119,6 @@ EpilogueForm epilogueFormOf(const EpilogueOp *ops, int count) {
     return EpilogueForm::kHardSwish;
   case EpilogueKind::kSilu:
     return EpilogueForm::kSilu;
-  case EpilogueKind::kSigmoid:
-    return EpilogueForm::kSigmoid;
-  case EpilogueKind::kAddTensor:
-    return EpilogueForm::kAdd;
   default:
     return EpilogueForm::kGeneral;
   }

@@ -44,24 +44,14 @@ using FusedKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, flo
                                const EpilogueOp *ops, int opCount, int64_t row0, int64_t col0);
 
 // The epilogues a fused kernel has compiled in, applied to the
-// accumulators where they are: one activation, a residual add alone (kAdd:
-// MobileNet/EfficientNet blocks end without one) or a residual add then
-// ReLU (kAddRelu: ops kAddTensor, kRelu; ResNet-style blocks). kGeneral
+// accumulators where they are: one activation, or a residual add then ReLU
+// (kAddRelu: ops kAddTensor, kRelu; ResNet-style blocks). kGeneral
 // interprets any op list; its dispatch, and the accumulators it spills
 // around its switch, cost a small-depth conv (16-32 input channels) 15-30%
 // of its speed for a mere ReLU on AVX2, where a compiled-in ReLU is one max
 // per vector.
-enum class EpilogueForm : uint8_t {
-  kGeneral,
-  kRelu,
-  kClip,
-  kHardSwish,
-  kSilu,
-  kSigmoid,
-  kAdd,
-  kAddRelu
-};
-constexpr int kEpilogueForms = 8;
+enum class EpilogueForm : uint8_t { kGeneral, kRelu, kClip, kHardSwish, kSilu, kAddRelu };
+constexpr int kEpilogueForms = 6;
 
 // One row times 4 full, consecutive NR-column panels of packed B (panel
 // p at pb + p * NR * kc): c[j] = acc + beta * c[j] for j < 4 * NR, as
