@@ -18,8 +18,8 @@ struct PoolRowKernels {
   // v[i] = v[i] + row[i] for i < n.
   void (*sumInto)(float *v, const float *row, int64_t n);
   // y[ow] = reduce over t < kernel of buf[ow * S + t * dw], for ow < outW,
-  // reducing t in order; [0] is stride S = 1, [1] is S = 2. Null where the
-  // ISA has none; the driver handles every other stride itself.
+  // reducing t in order; [0] is stride S = 1, [1] is S = 2 (every table
+  // has both); the driver handles every other stride itself.
   using WindowsFn = void (*)(const float *buf, float *y, int64_t outW, int64_t kernel, int64_t dw);
   WindowsFn maxWindows[2];
   WindowsFn sumWindows[2];
