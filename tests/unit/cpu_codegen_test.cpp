@@ -252,7 +252,8 @@ kernel @rows(%x: f32, %y: f32 out, %stats: f32 out) params(%rows, %n) vars(%max:
     std::vector<float> y(size_t(rows * n + 64), canary), stats(size_t(2 * rows + 2), canary);
     void *buffers[] = {x.data(), y.data(), stats.data()};
     int64_t params[] = {rows, n};
-    fn(buffers, params, 0, rows);
+    fn(buffers, params, 0, 1); // a parallel call runs a slice of the rows
+    fn(buffers, params, 1, rows);
     for (int64_t r = 0; r < rows; ++r) {
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[size_t(r * n + i)]);

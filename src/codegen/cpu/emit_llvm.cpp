@@ -274,13 +274,13 @@ Status Emitter::emitInst(const Inst &i) {
 // that is a whole number of kInterleave vectors, with LLVM's own choice of
 // interleaving, then the rest (under kInterleave vectors) in a copy that
 // LLVM vectorizes without interleaving and with the tail folded into masked
-// iterations. One loop would do the same work badly: LLVM interleaves a
-// vector loop 4x (64 floats per iteration at width 16) and runs what is
-// left as scalar code, and with the width given it cannot vectorize that
-// epilogue either, so a row of 49 (a Swin window's softmax) ran wholly
-// scalar, exp and all (4.9 -> 0.6 ms on [64,3,49,49]), a row of 300 ran 44
-// of its elements scalar. Masking every iteration instead costs long rows
-// their speed (DynamicQuantizeLinear's min/max over a whole tensor: +13%).
+// iterations (where the target has masked loads and stores of the loop's
+// types; elsewhere less than one vector of it stays scalar). One loop would do the same work badly:
+// LLVM interleaves a vector loop 4x (64 floats per iteration at width 16) and runs what is left as
+// scalar code, and with the width given it cannot vectorize that epilogue either, so a row of 49 (a
+// Swin window's softmax) ran wholly scalar, exp and all (4.9 -> 0.6 ms on [64,3,49,49]), a row of
+// 300 ran 44 of its elements scalar. Masking every iteration instead costs long rows their speed
+// (DynamicQuantizeLinear's min/max over a whole tensor: +13%).
 constexpr int64_t kInterleave = 4;
 
 Status Emitter::emitLoop(const Inst &loop) {
@@ -300,8 +300,11 @@ Status Emitter::emitLoop(const Inst &loop) {
       b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateSub(upper, lower), b_.getInt64(0));
   llvm::Value *mainEnd = b_.CreateAdd(
       lower, b_.CreateMul(b_.CreateUDiv(trips, b_.getInt64(block)), b_.getInt64(block)));
+  // Constant bounds fold: a whole number of blocks needs no tail copy, and
+  // fewer than one block no main copy (each copy is the body emitted again).
   if (mainEnd == upper) return emitCountedLoop(loop, lower, upper, LoopForm::kVector);
-  KILN_RETURN_IF_ERROR(emitCountedLoop(loop, lower, mainEnd, LoopForm::kVector));
+  if (mainEnd != lower)
+    KILN_RETURN_IF_ERROR(emitCountedLoop(loop, lower, mainEnd, LoopForm::kVector));
   return emitCountedLoop(loop, mainEnd, upper, LoopForm::kVectorTail);
 }
 
