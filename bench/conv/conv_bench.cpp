@@ -228,7 +228,14 @@ int main(int argc, char **argv) {
   int repeats = 5;
   std::string filter;
   kiln::kernels::GemmIsa isa = kiln::kernels::GemmIsa::kAuto;
+  // --orientation channels|pixels forces kiln's GEMM orientation (conv.h).
+  auto orientation = kiln::kernels::ConvOrientation::kAuto;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--orientation"))
+      orientation = !std::strcmp(argv[i + 1], "pixels") ? kiln::kernels::ConvOrientation::kPixelRows
+                    : !std::strcmp(argv[i + 1], "channels")
+                        ? kiln::kernels::ConvOrientation::kChannelRows
+                        : kiln::kernels::ConvOrientation::kAuto;
     if (!std::strcmp(argv[i], "--isa"))
       for (auto candidate : {kiln::kernels::GemmIsa::kPortable, kiln::kernels::GemmIsa::kAvx2,
                              kiln::kernels::GemmIsa::kAvx512})
@@ -242,8 +249,8 @@ int main(int argc, char **argv) {
   }
   using namespace kiln::kernels;
   std::printf("kiln isa: %s\n", gemmIsaName(resolveGemmIsa(isa)));
-  std::printf("%-27s %3s %9s %8s %9s %9s %9s %8s %8s\n", "layer", "thr", "algo", "kiln", "kiln+act",
-              "dnnl-nchw", "dnnl-blk", "vs nchw", "vs blk");
+  std::printf("%-27s %3s %12s %8s %9s %9s %9s %8s %8s\n", "layer", "thr", "algo", "kiln",
+              "kiln+act", "dnnl-nchw", "dnnl-blk", "vs nchw", "vs blk");
   for (int threads : threadCounts) {
     kiln::runtime::ThreadPool pool(threads);
     setOmpThreads(threads);
@@ -263,6 +270,9 @@ int main(int argc, char **argv) {
       auto b = fill(size_t(s.K));
       std::vector<float> y(size_t(s.N * s.K * P));
       PackedConv pc = PackedConv::pack(s, w.data(), b.data(), isa);
+      pc.forceOrientation(orientation);
+      const std::string algo = std::string(convAlgoName(pc.algo())) +
+                               (pc.orientationFor(s) == ConvOrientation::kPixelRows ? "/px" : "");
       // The workspace must be 64-byte aligned.
       const size_t wsBytes = (pc.workspaceBytes(s, threads) + 127) / 64 * 64;
       std::unique_ptr<void, decltype(&std::free)> ws(std::aligned_alloc(64, wsBytes), &std::free);
@@ -282,9 +292,9 @@ int main(int argc, char **argv) {
       }
       const double flops =
           2.0 * double(s.N * s.K * (s.C / s.groups) * s.R * s.S) * double(P) * 1e-9;
-      std::printf("%-27s %3d %9s %8.1f %9.1f %9.1f %9.1f %7.0f%% %7.0f%%\n", layer.name, threads,
-                  convAlgoName(pc.algo()), flops / tk, flops / ts, flops / tp, flops / tb,
-                  100 * tp / tk, 100 * tb / tk);
+      std::printf("%-27s %3d %12s %8.1f %9.1f %9.1f %9.1f %7.0f%% %7.0f%%\n", layer.name, threads,
+                  algo.c_str(), flops / tk, flops / ts, flops / tp, flops / tb, 100 * tp / tk,
+                  100 * tb / tk);
       std::fflush(stdout);
     }
   }

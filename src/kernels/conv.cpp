@@ -4,19 +4,25 @@
 #include "kernels/conv.h"
 
 #include "kernels/conv_kernels.h"
+#include "kernels/conv_run.h"
 #include "kernels/conv_taps.h"
 #include "kernels/gemm_driver.h"
 #include "runtime/thread_pool.h"
 
-#include <atomic>
 #include <cassert>
 #include <cstdlib>
+#include <mutex>
 #include <utility>
 
 namespace kiln::kernels {
 
 using detail::ceilDiv;
+using detail::ConvIsaKernels;
+using detail::convKernelsFor;
+using detail::ImageEpilogue;
 using detail::roundUp;
+using detail::runTasks;
+using detail::span;
 
 namespace {
 
@@ -29,91 +35,9 @@ constexpr int64_t kBBlockFloats = int64_t(1) << 16;
 // In-place B (im2colDirect) for convs with at most this many row panels.
 constexpr int64_t kMaxDirectPanels = 6;
 
-// Threads one run uses at most (workspace slots, task shares).
-constexpr int64_t kMaxSlots = 64;
-
 // Below this many flops a conv runs on the calling thread: waking a worker
 // costs more than it saves.
 constexpr double kParallelFlops = 4e5;
-
-struct ConvIsaKernels {
-  detail::PackBFn im2col;
-  detail::DepthwiseFn depthwise;
-  void (*depthwiseChannels)(const detail::DepthwiseBlockArgs &) = nullptr; // optional
-};
-
-ConvIsaKernels convKernelsFor(GemmIsa isa) {
-  switch (isa) {
-#if defined(__x86_64__)
-  case GemmIsa::kAvx512:
-    // The 8-channel kernel has no 16-channel twin yet; on small planes it
-    // beats 16-column row vectors that are mostly padding (a 7x7 plane).
-    return {detail::im2colPackAvx512, detail::depthwiseAvx512, detail::depthwiseChannelsAvx2};
-  case GemmIsa::kAvx2:
-    return {detail::im2colPackAvx2, detail::depthwiseAvx2, detail::depthwiseChannelsAvx2};
-#endif
-  default:
-    return {detail::im2colPackPortable, detail::depthwisePortable};
-  }
-}
-
-// [first, last) of part `idx` when `count` items are split into `parts`
-// nearly equal parts (earlier parts take the remainder).
-std::pair<int64_t, int64_t> span(int64_t count, int64_t parts, int64_t idx) {
-  const int64_t base = count / parts, extra = count % parts;
-  const int64_t first = idx * base + std::min(idx, extra);
-  return {first, first + base + (idx < extra ? 1 : 0)};
-}
-
-// The caller's epilogue with the residual (kAddTensor) moved to image n: the
-// kernels see one image at a time. (The conv's own bias is not an op: the
-// kernels start their accumulators at it.)
-struct ImageEpilogue {
-  EpilogueOp ops[Epilogue::kMaxOps];
-  int count = 0;
-  ImageEpilogue(const Epilogue &ep, int64_t n, int64_t K) {
-    for (int i = 0; i < ep.count; ++i) {
-      EpilogueOp op = ep.ops[i];
-      if (op.kind == EpilogueKind::kAddTensor) op.data += n * K * op.ld;
-      ops[count++] = op;
-    }
-  }
-};
-
-// Runs task(slot, t) for every t in [0, tasks) on up to `threads` threads
-// of the pool. Body `slot` first runs its own contiguous share of the tasks,
-// in order, then helps with the others' (claiming one task at a time from
-// each share's counter), so a slow or late thread delays nobody. Contiguous
-// shares keep a thread on the same pixels or channels from one call (and
-// one layer) to the next, so their data stays in its core's L2; a shared
-// counter would scatter them. `slot` < threads is unique among the bodies
-// running at once, so it picks a workspace slot.
-template <class F>
-void runTasks(runtime::ThreadPool &pool, int64_t threads, int64_t tasks, F &&task) {
-  threads = std::min<int64_t>({threads, tasks, kMaxSlots});
-  if (threads <= 1) {
-    for (int64_t t = 0; t < tasks; ++t) task(0, t);
-    return;
-  }
-  struct alignas(64) Share {
-    std::atomic<int64_t> next;
-    int64_t end;
-  };
-  Share shares[kMaxSlots];
-  for (int64_t i = 0; i < threads; ++i) {
-    const auto [first, last] = span(tasks, threads, i);
-    shares[i].next.store(first, std::memory_order_relaxed);
-    shares[i].end = last;
-  }
-  pool.parallelFor(threads, [&](int64_t begin, int64_t end) {
-    for (int64_t slot = begin; slot < end; ++slot)
-      for (int64_t k = 0; k < threads; ++k) {
-        Share &sh = shares[(slot + k) % threads];
-        for (int64_t t; (t = sh.next.fetch_add(1, std::memory_order_relaxed)) < sh.end;)
-          task(int(slot), t);
-      }
-  });
-}
 
 // For run(workspace = null).
 thread_local detail::Scratch<float> tConvScratch;
@@ -185,6 +109,12 @@ const char *convAlgoName(ConvAlgo algo) {
   return "?";
 }
 
+struct PackedConv::GroupWeights {
+  std::once_flag channelRowsOnce, pixelRowsOnce;
+  std::vector<PackedA> channelRows; // W_g, Kg x depth
+  std::vector<PackedB> pixelRows;   // W_g^T, depth x Kg
+};
+
 PackedConv PackedConv::pack(const ConvShape &s, const float *weights, const float *bias,
                             GemmIsa isa) {
   assert(s.valid());
@@ -193,7 +123,9 @@ PackedConv PackedConv::pack(const ConvShape &s, const float *weights, const floa
   pc.isa_ = resolveGemmIsa(isa);
   const int64_t G = s.groups, Cg = s.C / G, Kg = s.K / G, taps = s.R * s.S;
   if (bias) pc.bias_.assign(bias, bias + s.K);
-  if (G == s.C && Cg == 1) {
+  // One input channel with many filters (silero's STFT: 258 filters of 256
+  // taps over 4 outputs) is a GEMM of depth R*S, not K planes read apart.
+  if (G == s.C && Cg == 1 && (G > 1 || Kg == 1)) {
     pc.algo_ = ConvAlgo::kDepthwise;
     pc.taps_.assign(weights, weights + s.K * taps);
     return pc;
@@ -203,15 +135,82 @@ PackedConv PackedConv::pack(const ConvShape &s, const float *weights, const floa
   pc.algo_ = pointwise ? ConvAlgo::kGemm1x1 : ConvAlgo::kGemm;
   const int64_t depth = Cg * taps;
   if (pc.algo_ == ConvAlgo::kGemm) pc.windows_ = std::make_shared<detail::TapWindowPacks>();
-  pc.groupWeights_.reserve(size_t(G));
-  for (int64_t g = 0; g < G; ++g)
-    pc.groupWeights_.push_back(
-        PackedA::pack(false, Kg, depth, weights + g * Kg * depth, depth, pc.isa_));
+  pc.weights_ = std::make_shared<GroupWeights>();
+  GroupWeights &gw = *pc.weights_;
+  if (pc.orientationFor(s) == ConvOrientation::kPixelRows) {
+    std::call_once(gw.pixelRowsOnce, [&] {
+      for (int64_t g = 0; g < G; ++g)
+        gw.pixelRows.push_back(
+            PackedB::pack(true, depth, Kg, weights + g * Kg * depth, depth, pc.isa_));
+    });
+  } else {
+    std::call_once(gw.channelRowsOnce, [&] {
+      for (int64_t g = 0; g < G; ++g)
+        gw.channelRows.push_back(
+            PackedA::pack(false, Kg, depth, weights + g * Kg * depth, depth, pc.isa_));
+    });
+  }
   return pc;
+}
+
+// Each form is made from the other when pack() made only that one.
+const std::vector<PackedA> &PackedConv::channelRowWeights() const {
+  GroupWeights &gw = *weights_;
+  std::call_once(gw.channelRowsOnce, [&] {
+    for (const PackedB &b : gw.pixelRows) {
+      std::vector<float> wt(size_t(b.depth() * b.cols())); // W_g^T
+      b.unpack(wt.data());
+      gw.channelRows.push_back(PackedA::pack(true, b.cols(), b.depth(), wt.data(), b.cols(), isa_));
+    }
+  });
+  return gw.channelRows;
+}
+
+const std::vector<PackedB> &PackedConv::pixelRowWeights() const {
+  GroupWeights &gw = *weights_;
+  std::call_once(gw.pixelRowsOnce, [&] {
+    for (const PackedA &a : gw.channelRows) {
+      std::vector<float> w(size_t(a.rows() * a.depth())); // W_g
+      a.unpack(w.data());
+      gw.pixelRows.push_back(PackedB::pack(true, a.depth(), a.rows(), w.data(), a.depth(), isa_));
+    }
+  });
+  return gw.pixelRows;
+}
+
+// Pixel rows need the whole im2col(X_g)^T of an image and group packed at
+// once (every thread's channel columns read all of it): at most this many
+// floats (16 MiB).
+constexpr int64_t kMaxPixelRowFloats = int64_t(1) << 22;
+
+// Work counted in GEMM columns: the microkernel computes whole NR-column
+// panels, so a conv costs about rows x roundUp(columns, NR) x depth. Pixel
+// rows add the transposition of Y^T, about what 16 more steps of depth cost
+// per output, and must save 8% (bench/conv, AVX-512, 1 thread: ResNet's
+// 3x3 and 1x1 convs on 7x7 +22-23%, on 14x14 +3-13%, SqueezeNet's 13x13
+// +3%, RegNet's 440-channel 1x1 on 7x7 +12%; 20x20 and larger maps lose
+// 5-50%, and so do narrow groups).
+ConvOrientation PackedConv::orientationFor(const ConvShape &s) const {
+  if (algo_ == ConvAlgo::kDepthwise) return ConvOrientation::kChannelRows;
+  if (forced_ != ConvOrientation::kAuto) return forced_;
+  const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
+  const int64_t Kg = s.K / s.groups, P = s.outH() * s.outW(), depth = s.C / s.groups * s.R * s.S;
+  if (P * depth > kMaxPixelRowFloats) return ConvOrientation::kChannelRows;
+  const double channelRows = double(roundUp(P, ki.nr)) * double(Kg) * double(depth);
+  const double pixelRows = double(P) * double(roundUp(Kg, ki.nr)) * double(depth + 16);
+  if (pixelRows >= 0.92 * channelRows) return ConvOrientation::kChannelRows;
+  // Dead taps (conv_taps.h) are only dropped in channel rows.
+  if (algo_ == ConvAlgo::kGemm && s.padTop + s.padLeft + s.padBottom + s.padRight > 0) {
+    const detail::TapPlan plan = detail::planTapBands(s);
+    if (plan.count != 1 || plan.bands[0].window != detail::TapWindow{0, s.R, 0, s.S})
+      return ConvOrientation::kChannelRows;
+  }
+  return ConvOrientation::kPixelRows;
 }
 
 size_t PackedConv::workspaceBytes(const ConvShape &s, int threads) const {
   if (algo_ == ConvAlgo::kDepthwise) return 0;
+  if (orientationFor(s) == ConvOrientation::kPixelRows) return pixelRowsWorkspaceBytes(s, threads);
   const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
   const int64_t depth = s.C / s.groups * s.R * s.S;
   return size_t(std::max(threads, 1)) * size_t(slotFloats(ki, depth)) * sizeof(float);
@@ -223,6 +222,8 @@ void PackedConv::run(const ConvShape &s, const float *x, float *y, const Epilogu
   assert(reinterpret_cast<uintptr_t>(workspace) % 64 == 0 && "workspace must be 64-byte aligned");
   if (algo_ == ConvAlgo::kDepthwise)
     runDepthwise(s, x, y, ep, p);
+  else if (orientationFor(s) == ConvOrientation::kPixelRows)
+    runPixelRows(s, x, y, ep, workspace, p);
   else
     runGemm(s, x, y, ep, workspace, p);
 }
@@ -315,11 +316,11 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
     b.j0 = tb.oh0 * outW, b.j1 = tb.oh1 * outW;
     b.depth = Cg * w.rows() * w.cols();
     if (w == full) {
-      b.packs = &groupWeights_;
+      b.packs = &channelRowWeights();
     } else {
       // A reduced window and no pack yet: only pack() makes windows_, so a
       // default-constructed PackedConv never gets here.
-      b.packs = &windows_->get(w, s, groupWeights_);
+      b.packs = &windows_->get(w, s, channelRowWeights());
     }
     b.src = {nullptr,
              s.H,

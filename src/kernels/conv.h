@@ -22,7 +22,18 @@
 //    data (bias, scales) is per row. The conv bias starts the accumulators.
 //    Taps that read only padding (a dilated conv on a small map) are
 //    dropped per band of output rows (conv_taps.h).
-//  - kDepthwise (groups == C, one input channel per group, any K = m*C):
+//    Small output maps turn the GEMM around (ConvOrientation::kPixelRows):
+//    Y_g^T[P x Kg] = im2col(X_g)^T * W_g^T, output pixels as the rows and
+//    output channels as the NR-wide columns, with W_g^T pre-packed as B.
+//    The microkernel's columns are a vector's multiple, and a 7x7 map's 49
+//    pixels fill 49 of 64 (AVX-512: 2 panels of 32) while 512 channels fill
+//    all of theirs; 14x14 fills 196 of 224. The pixel rows are packed once
+//    per image and group (the ISA's im2col packer, h pixels at a time) and
+//    every thread shares them; each thread runs a block of channel columns
+//    and transposes its finished block into Y's NCHW rows, adding the bias
+//    and running the epilogue there (conv_pixel_rows.cpp).
+//  - kDepthwise (groups == C > 1, one input channel per group, any K = m*C;
+//    a single-channel conv with one filter too):
 //    a direct vector kernel per output plane, vectorized over output width
 //    with masked loads at the borders (no padded copy), 3x3/5x5 stride 1/2
 //    specialized (taps in registers, 2-4 output rows per pass sharing input
@@ -85,6 +96,11 @@ struct ConvShape {
 enum class ConvAlgo { kGemm, kGemm1x1, kDepthwise };
 const char *convAlgoName(ConvAlgo algo);
 
+// Which way a kGemm/kGemm1x1 conv maps onto the GEMM: output channels as its
+// rows (kChannelRows) or output pixels (kPixelRows, small maps); kAuto
+// chooses per run from the output size (PackedConv::orientationFor).
+enum class ConvOrientation { kAuto, kChannelRows, kPixelRows };
+
 // A convolution's weights packed for one ISA. Immutable after pack(): one
 // PackedConv may run on any number of threads at once. Move-only.
 class PackedConv {
@@ -94,6 +110,9 @@ public:
   // weights: [K][C/groups][R][S] (ONNX layout); bias: K values or null; both
   // copied. Only the weight-related fields of `s` (C, K, R, S, strides,
   // dilations, pads, groups) are fixed here; N, H, W may change on every run.
+  // The weights are packed for the orientation `s` chooses, and packed for
+  // the other one (from the first) on the first run that chooses it, so a
+  // conv whose size is known when it is packed holds one copy of them.
   static PackedConv pack(const ConvShape &s, const float *weights, const float *bias,
                          GemmIsa isa = GemmIsa::kAuto);
 
@@ -121,17 +140,36 @@ public:
 
   ConvAlgo algo() const { return algo_; }
   GemmIsa isa() const { return isa_; }
+  // The orientation run() takes for shape `s` (never kAuto): kPixelRows when
+  // the channels fill the GEMM's columns better than the pixels do by a
+  // margin that pays for the transposition; always kChannelRows for
+  // depthwise convs and for tap windows that drop taps (conv_taps.h).
+  ConvOrientation orientationFor(const ConvShape &s) const;
+  // Overrides the choice (tests and bench/conv run both); kAuto restores it.
+  // Not thread-safe against concurrent run() calls.
+  void forceOrientation(ConvOrientation o) { forced_ = o; }
 
 private:
   void runGemm(const ConvShape &s, const float *x, float *y, const Epilogue &ep, void *workspace,
                runtime::ThreadPool &pool) const;
+  void runPixelRows(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
+                    void *workspace, runtime::ThreadPool &pool) const;
   void runDepthwise(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                     runtime::ThreadPool &pool) const;
+  size_t pixelRowsWorkspaceBytes(const ConvShape &s, int threads) const;
+  // The weights of each group packed for each orientation, made on first
+  // use (thread-safe).
+  const std::vector<PackedA> &channelRowWeights() const;
+  const std::vector<PackedB> &pixelRowWeights() const;
 
   ConvShape shape_;
   ConvAlgo algo_ = ConvAlgo::kGemm;
   GemmIsa isa_ = GemmIsa::kPortable;
-  std::vector<PackedA> groupWeights_; // kGemm*: one [Kg x Cg*R*S] per group
+  // kGemm*: per group, W_g [Kg x Cg*R*S] as A and W_g^T as B, each packed
+  // on first use; shared_ptr because the type is incomplete here.
+  struct GroupWeights;
+  std::shared_ptr<GroupWeights> weights_;
+  ConvOrientation forced_ = ConvOrientation::kAuto;
   // kGemm: the weights of reduced tap windows (conv_taps.h), packed on first
   // use; shared_ptr because the type is incomplete here.
   std::shared_ptr<detail::TapWindowPacks> windows_;

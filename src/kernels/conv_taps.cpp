@@ -57,31 +57,19 @@ TapPlan planTapBands(const ConvShape &s) {
 
 namespace {
 
-// Group g's weights [Kg][Cg][R][S] restricted to `w`, read back out of the
-// packed layout (gemm_driver.h): element (i, k) of slice pc lies in row
-// panel p at pc * M + start(p) * kc + (k - pc) * h + (i - start(p)).
+// Group g's weights [Kg][Cg][R][S] restricted to `w`.
 std::vector<float> unpackWindow(const PackedA &full, const ConvShape &s, const TapWindow &w) {
-  const GemmKernelInfo ki = gemmKernelsFor(full.isa()).info;
   const int64_t M = full.rows(), K = full.depth(), taps = s.R * s.S;
   const int64_t Cg = K / taps, depth = Cg * w.rows() * w.cols();
-  const RowPanels panels(M, ki.mr);
-  const int64_t kcMax = sliceDepth(K, ki.kc);
-  const float *src = full.data();
-  std::vector<float> out(size_t(M * depth));
-  for (int64_t pc = 0; pc < K; pc += kcMax) {
-    const int64_t kc = std::min(kcMax, K - pc);
-    for (int64_t p = 0; p < panels.count; ++p) {
-      const int64_t row0 = panels.start(p), h = panels.height(p);
-      const float *panel = src + pc * M + row0 * kc;
-      for (int64_t k = pc; k < pc + kc; ++k) {
-        const int64_t c = k / taps, r = k / s.S % s.R, t = k % s.S;
-        if (r < w.r0 || r >= w.r1 || t < w.s0 || t >= w.s1) continue;
-        const int64_t col = (c * w.rows() + (r - w.r0)) * w.cols() + (t - w.s0);
-        for (int64_t i = 0; i < h; ++i)
-          out[size_t((row0 + i) * depth + col)] = panel[(k - pc) * h + i];
-      }
+  std::vector<float> all(size_t(M * K)), out(size_t(M * depth));
+  full.unpack(all.data());
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t c = k / taps, r = k / s.S % s.R, t = k % s.S;
+      if (r < w.r0 || r >= w.r1 || t < w.s0 || t >= w.s1) continue;
+      const int64_t col = (c * w.rows() + (r - w.r0)) * w.cols() + (t - w.s0);
+      out[size_t(i * depth + col)] = all[size_t(i * K + k)];
     }
-  }
   return out;
 }
 

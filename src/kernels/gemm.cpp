@@ -64,6 +64,21 @@ PackedA PackedA::pack(bool transA, int64_t M, int64_t K, const float *A, int64_t
   return out;
 }
 
+void PackedA::unpack(float *dst) const {
+  const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
+  const detail::RowPanels panels(M_, ki.mr);
+  const int64_t kcMax = detail::sliceDepth(K_, ki.kc);
+  for (int64_t pc = 0; pc < K_; pc += kcMax) {
+    const int64_t kc = std::min(kcMax, K_ - pc);
+    for (int64_t p = 0; p < panels.count; ++p) {
+      const int64_t row0 = panels.start(p), h = panels.height(p);
+      const float *panel = data_.get() + pc * M_ + row0 * kc;
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t i = 0; i < h; ++i) dst[(row0 + i) * K_ + pc + k] = panel[k * h + i];
+    }
+  }
+}
+
 void sgemmPacked(const PackedA &A, bool transB, int64_t N, const float *B, int64_t ldb, float beta,
                  float *C, int64_t ldc, const GemmOptions &options) {
   if (A.rows() <= 0 || N <= 0) return;
@@ -89,6 +104,18 @@ PackedB PackedB::pack(bool transB, int64_t K, int64_t N, const float *B, int64_t
   out.data_ = allocFloats(floats);
   if (out.K_ > 0 && out.N_ > 0) detail::packBFull(ki, transB, K, N, B, ldb, out.data_.get());
   return out;
+}
+
+void PackedB::unpack(float *dst) const {
+  const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
+  const int64_t kcMax = detail::sliceDepth(K_, ki.kc), nPad = detail::roundUp(N_, ki.nr);
+  for (int64_t pc = 0; pc < K_; pc += kcMax) {
+    const int64_t kc = std::min(kcMax, K_ - pc);
+    const float *slice = data_.get() + pc * nPad;
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t j = 0; j < N_; ++j)
+        dst[(pc + k) * N_ + j] = slice[j / ki.nr * ki.nr * kc + k * ki.nr + j % ki.nr];
+  }
 }
 
 void sgemmPackedB(bool transA, int64_t M, float alpha, const float *A, int64_t lda,

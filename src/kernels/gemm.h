@@ -63,6 +63,8 @@ public:
   // The packed panels (layout in gemm_driver.h) and their size.
   const float *data() const { return data_.get(); }
   size_t bytes() const { return size_t(M_ * K_) * sizeof(float); }
+  // Writes alpha * op(A) back out, row-major: dst[i * depth() + k].
+  void unpack(float *dst) const;
 
 private:
   std::unique_ptr<float[], detail::AlignedFree> data_;
@@ -86,6 +88,8 @@ public:
   GemmIsa isa() const { return isa_; }
   const float *data() const { return data_.get(); }
   size_t bytes() const { return bytes_; }
+  // Writes op(B) back out, row-major: dst[k * cols() + j].
+  void unpack(float *dst) const;
 
 private:
   std::unique_ptr<float[], detail::AlignedFree> data_;

@@ -36,7 +36,8 @@ namespace {
 thread_local Scratch<float> tPackA;
 thread_local Scratch<float> tPackB;
 
-// alpha * op(A) rows [r0, r0 + h), K slice [p0, p0 + kc) -> one h-row panel.
+} // namespace
+
 void packAPanel(const GemmKernelInfo &ki, const float *a, int64_t lda, bool trans, float alpha,
                 int64_t r0, int h, int64_t p0, int64_t kc, float *dst) {
   if (!trans) {
@@ -56,6 +57,8 @@ void packAPanel(const GemmKernelInfo &ki, const float *a, int64_t lda, bool tran
     for (int i = 0; i < h; ++i) dst[k * h + i] = alpha * src[i];
   }
 }
+
+namespace {
 
 // C = rowBias + beta * C, then the epilogue: the whole product when K == 0
 // or alpha == 0.

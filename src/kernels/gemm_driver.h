@@ -159,6 +159,11 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
 // buffers). K == 0 is handled too: C = beta * C, then the epilogue.
 void gemmParallel(const GemmProblem &p, const GemmKernels &k, runtime::ThreadPool &pool);
 
+// alpha * op(A) rows [r0, r0 + h), K slice [p0, p0 + kc) -> one h-row
+// panel of the A layout above (with the ISA's packer when it has one).
+void packAPanel(const GemmKernelInfo &ki, const float *a, int64_t lda, bool trans, float alpha,
+                int64_t r0, int h, int64_t p0, int64_t kc, float *dst);
+
 // Packs alpha * op(A) (M x K) into the A layout above; dst holds M * K floats.
 void packAFull(const GemmKernelInfo &ki, bool trans, int64_t M, int64_t K, const float *a,
                int64_t lda, float alpha, float *dst);

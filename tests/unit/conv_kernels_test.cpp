@@ -137,7 +137,7 @@ Epilogue makeEpilogue(int variant, const EpilogueData &d, int64_t P) {
 }
 
 void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa, runtime::ThreadPool &pool,
-           bool explicitWorkspace) {
+           bool explicitWorkspace, ConvOrientation orientation = ConvOrientation::kAuto) {
   ASSERT_TRUE(s.valid()) << describe(s);
   std::mt19937 rng(uint32_t(s.C * 1000 + s.K * 17 + s.H * 3 + s.W + variant));
   const int64_t Cg = s.C / s.groups, Kg = s.K / s.groups, outH = s.outH(), outW = s.outW();
@@ -150,6 +150,7 @@ void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa, runtime:
   const Epilogue ep = makeEpilogue(variant, d, P);
 
   PackedConv conv = PackedConv::pack(s, w.data(), withBias ? bias.data() : nullptr, isa);
+  conv.forceOrientation(orientation);
   std::vector<float> y(size_t(s.N * s.K * P), std::nanf(""));
   void *ws = nullptr;
   const size_t wsBytes = conv.workspaceBytes(s, pool.threads());
@@ -180,8 +181,8 @@ void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa, runtime:
           ASSERT_NEAR(got, acc, 1e-5 + 1e-4 * std::abs(acc) + 1e-6 * scale)
               << gemmIsaName(isa) << " threads=" << pool.threads() << " "
               << convAlgoName(conv.algo()) << " " << describe(s) << " bias=" << withBias
-              << " epilogue variant " << variant << " at n" << n << " k" << k << " oh" << oh
-              << " ow" << ow;
+              << " epilogue variant " << variant << " orientation " << int(conv.orientationFor(s))
+              << " at n" << n << " k" << k << " oh" << oh << " ow" << ow;
         }
     }
 }
@@ -307,6 +308,26 @@ TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
     }
 }
 
+// Both GEMM orientations (conv.h) on every shape and epilogue kind, whatever
+// the automatic choice would be; the pixel-row orientation must drop no
+// tap window the channel rows would have kept correct.
+TEST_P(ConvKernelTest, BothOrientationsMatchTheReference) {
+  auto [isa, threads] = GetParam();
+  runtime::ThreadPool pool(threads);
+  int variant = 0;
+  for (const ConvShape &s : shapes())
+    for (ConvOrientation o : {ConvOrientation::kChannelRows, ConvOrientation::kPixelRows}) {
+      check(s, variant % 3 != 2, variant % 14, isa, pool, variant % 2 == 0, o);
+      if (HasFatalFailure()) return;
+      ++variant;
+    }
+  for (int v = 0; v < 14; ++v) {
+    check(shape(2, 12, 5, 6, 40, 3, 3, 1, 1), true, v, isa, pool, v % 2 == 0,
+          ConvOrientation::kPixelRows);
+    if (HasFatalFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(IsasAndThreads, ConvKernelTest, isasAndThreads(), isaAndThreadsName);
 
 TEST(ConvKernel, PicksTheAlgorithmFromTheWeightShape) {
@@ -324,6 +345,25 @@ TEST(ConvKernel, PicksTheAlgorithmFromTheWeightShape) {
             0u);
 }
 
+TEST(ConvKernel, SmallMapsTurnTheGemmAround) {
+  std::vector<float> w(512 * 512 * 9, 0.5f);
+  // ResNet's last stage: 49 pixels fill 49 of 64 columns, 512 channels all.
+  const ConvShape r7 = shape(1, 512, 7, 7, 512, 3, 3, 1, 1);
+  EXPECT_EQ(PackedConv::pack(r7, w.data(), nullptr).orientationFor(r7),
+            ConvOrientation::kPixelRows);
+  // Large maps, few channels, grouped convs with narrow groups: channel rows.
+  const ConvShape big = shape(1, 64, 56, 56, 64, 3, 3, 1, 1);
+  EXPECT_EQ(PackedConv::pack(big, w.data(), nullptr).orientationFor(big),
+            ConvOrientation::kChannelRows);
+  const ConvShape grouped = shape(1, 440, 7, 7, 440, 3, 3, 1, 1, 55);
+  EXPECT_EQ(PackedConv::pack(grouped, w.data(), nullptr).orientationFor(grouped),
+            ConvOrientation::kChannelRows);
+  // Dead taps are only dropped with channel rows.
+  const ConvShape aspp = shape(1, 64, 16, 16, 64, 3, 3, 1, 24, 1, 24);
+  EXPECT_EQ(PackedConv::pack(aspp, w.data(), nullptr).orientationFor(aspp),
+            ConvOrientation::kChannelRows);
+}
+
 TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
   // The weights fix C, K, R, S, strides, pads and groups; N, H, W vary.
   runtime::ThreadPool pool(2);
@@ -336,6 +376,31 @@ TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
       s.N = 1, s.H = 3, s.W = 40;
       check(s, true, 1, isa, pool, true);
       if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(ConvKernel, EachOrientationsWeightsAreMadeFromTheOtherOnFirstUse) {
+  // Packed for a 3x3 map (pixel rows), run on 20x20 (channel rows), and the
+  // other way round: the same bits as a conv packed for the run's size.
+  ConvShape small = shape(1, 16, 3, 3, 64, 3, 3, 1, 1),
+            large = shape(1, 16, 20, 20, 64, 3, 3, 1, 1);
+  std::mt19937 rng(5);
+  auto x = randomVector(size_t(16 * 20 * 20), rng);
+  auto w = randomVector(size_t(64 * 16 * 9), rng);
+  auto bias = randomVector(64, rng);
+  runtime::ThreadPool pool(2);
+  for (GemmIsa isa : supportedIsas()) {
+    PackedConv packedSmall = PackedConv::pack(small, w.data(), bias.data(), isa);
+    PackedConv packedLarge = PackedConv::pack(large, w.data(), bias.data(), isa);
+    ASSERT_EQ(packedSmall.orientationFor(small), ConvOrientation::kPixelRows);
+    ASSERT_EQ(packedSmall.orientationFor(large), ConvOrientation::kChannelRows);
+    for (const ConvShape &s : {large, small}) {
+      std::vector<float> a(size_t(64 * s.outH() * s.outW())), b(a.size());
+      packedSmall.run(s, x.data(), a.data(), {}, nullptr, &pool);
+      packedLarge.run(s, x.data(), b.data(), {}, nullptr, &pool);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << gemmIsaName(isa) << " " << describe(s);
     }
   }
 }

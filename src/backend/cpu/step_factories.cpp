@@ -158,11 +158,22 @@ Status convGeometry(const Node &conv, const Value *x, const Shape64 &wShape,
     cs.padBottom = pads[2];
     cs.padRight = pads[3];
   }
-  // A stand-in spatial size that fits the kernel, so the shape is valid for
-  // packing; each run sets the real one.
-  cs.H = (cs.R - 1) * cs.dilationH + 1;
-  cs.W = (cs.S - 1) * cs.dilationW + 1;
+  // The input's spatial size when the graph fixes it: the kernel packs its
+  // weights for the GEMM orientation that size prefers (kernels/conv.h).
+  // Else a stand-in that fits the window with 255 outputs to spare, so the
+  // shape is valid and the weights are packed for large maps, the usual
+  // case of a symbolic size. Each run sets the real size.
+  cs.H = oneD ? 1 : (cs.R - 1) * cs.dilationH + 1 + 255 * cs.strideH;
+  cs.W = (cs.S - 1) * cs.dilationW + 1 + 255 * cs.strideW;
   if (!cs.valid()) return Error{"conv attributes are invalid"};
+  const Shape &xs = x->type().shape();
+  if (xs.rankKnown && xs.rank() == spatial + 2) {
+    const Dim &h = xs.dims[xs.dims.size() - 2], &w = xs.dims.back();
+    kernels::ConvShape known = cs;
+    if (!oneD && h.isStatic()) known.H = h.value();
+    if (w.isStatic()) known.W = w.value();
+    if (known.valid()) cs = known;
+  }
   return Status::success();
 }
 
