@@ -391,9 +391,10 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
 
 // Tasks: (image, output channel) planes, split into row blocks when there
 // are fewer than 4 per thread. Planes narrower than two vectors (7x7,
-// 14x14) of a conv with one output per input channel go 8 channels per
-// task to the channel-vectorized kernel (conv_kernels.h), when the ISA has
-// one; a last partial group of channels takes the plane kernel.
+// 14x14) of a conv with one output per input channel go 16 (AVX-512) or 8
+// channels per task to the channel-vectorized kernels (conv_kernels.h),
+// when the ISA has them; a last partial group of channels takes the plane
+// kernel for what is left under 8.
 void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                               runtime::ThreadPool &pool) const {
   const ConvIsaKernels ck = convKernelsFor(isa_);
@@ -423,25 +424,34 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
   block.R = s.R, block.S = s.S, block.strideH = s.strideH, block.strideW = s.strideW;
   block.dilationH = s.dilationH, block.dilationW = s.dilationW;
   block.padTop = s.padTop, block.padLeft = s.padLeft, block.epilogue = epiFn;
+  // Tasks of `width` channels (16 with the 16-channel kernel); a last
+  // group takes the 8-channel kernel for 8 of its channels and the plane
+  // kernel for the rest.
+  const int64_t width = ck.depthwiseChannels16 ? 16 : 8;
   if (ck.depthwiseChannels && mult == 1 && s.C >= 8 && outW < 16 &&
       taps <= detail::kChannelBlockTaps &&
-      detail::channelBlockRows(block) * detail::channelBlockCols(block) * 8 <=
+      detail::channelBlockRows(block) * detail::channelBlockCols(block) * width <=
           detail::kChannelBlockFloats) {
-    const int64_t groups = ceilDiv(s.C, 8);
+    const int64_t groups = ceilDiv(s.C, width);
     runTasks(pool, threads, s.N * groups, [&](int, int64_t t) {
-      const int64_t n = t / groups, c0 = t % groups * 8;
+      const int64_t n = t / groups, c1 = std::min(s.C, (t % groups + 1) * width);
       const ImageEpilogue epi(ep, n, s.K);
-      if (c0 + 8 > s.C) {
-        for (int64_t k = c0; k < s.C; ++k) ck.depthwise(planeArgs(n, k, 0, outH, epi));
-        return;
+      for (int64_t c0 = t % groups * width; c0 < c1;) {
+        const int64_t count = c1 - c0 >= 16 && ck.depthwiseChannels16 ? 16 : c1 - c0 >= 8 ? 8 : 0;
+        if (count == 0) {
+          for (int64_t k = c0; k < c1; ++k) ck.depthwise(planeArgs(n, k, 0, outH, epi));
+          return;
+        }
+        detail::DepthwiseBlockArgs b = block;
+        b.x = x + (n * s.C + c0) * s.H * s.W;
+        b.y = y + (n * s.K + c0) * P;
+        b.w = taps_.data() + c0 * taps;
+        b.bias = bias_.empty() ? nullptr : bias_.data() + c0;
+        b.ops = epi.ops, b.opCount = epi.count, b.channel0 = c0;
+        b.epilogueFlat = epilogueIsElementwise(epi.ops, epi.count);
+        (count == 16 ? ck.depthwiseChannels16 : ck.depthwiseChannels)(b);
+        c0 += count;
       }
-      detail::DepthwiseBlockArgs b = block;
-      b.x = x + (n * s.C + c0) * s.H * s.W;
-      b.y = y + (n * s.K + c0) * P;
-      b.w = taps_.data() + c0 * taps;
-      b.bias = bias_.empty() ? nullptr : bias_.data() + c0;
-      b.ops = epi.ops, b.opCount = epi.count, b.channel0 = c0;
-      ck.depthwiseChannels(b);
     });
     return;
   }

@@ -56,12 +56,13 @@ void depthwisePortable(const DepthwiseArgs &a);
 void depthwiseAvx2(const DepthwiseArgs &a);
 void depthwiseAvx512(const DepthwiseArgs &a);
 
-// Eight depthwise planes at once, vectorized over the channels: for small
-// planes (7x7, 14x14), where a vector along a row is mostly padding or a
-// partial tail. The 8 input planes are interleaved into a zero-padded
-// [rows][cols][8] buffer, every output pixel accumulates its taps as
-// 8-channel FMAs (8 pixels in flight), and the results are scattered back to
-// the planes; then the epilogue runs on each plane. Channel c reads plane
+// Eight (AVX2) or sixteen (AVX-512) depthwise planes at once, vectorized
+// over the channels: for small planes (7x7, 14x14), where a vector along a
+// row is mostly padding or a partial tail. The input planes are interleaved
+// into a zero-padded [rows][cols][channels] buffer, every output pixel
+// accumulates its taps as one FMA over the channels (8 pixels in flight),
+// and the results are scattered back to the planes; then the epilogue runs
+// on each plane. Channel c reads plane
 // x + c*H*W, taps w + c*R*S, bias bias[c] (bias may be null), writes y +
 // c*outH*outW, and is row channel0 + c of the epilogue's output.
 struct DepthwiseBlockArgs {
@@ -75,9 +76,12 @@ struct DepthwiseBlockArgs {
   int opCount;
   int64_t channel0;
   EpilogueFn epilogue;
+  // The ops are elementwise (epilogueIsElementwise): the block's planes may
+  // take them as one row.
+  bool epilogueFlat = false;
 };
 // The path is for windows of at most kChannelBlockTaps taps whose buffer
-// (rows x cols x 8 floats) is at most kChannelBlockFloats.
+// (rows x cols x channels floats) is at most kChannelBlockFloats.
 // Rows of the buffer from input row -padTop, columns from -padLeft: what
 // output rows [0, outH) and columns [0, roundUp(outW, 8)) read.
 inline int64_t channelBlockRows(const DepthwiseBlockArgs &a) {
@@ -88,7 +92,8 @@ inline int64_t channelBlockCols(const DepthwiseBlockArgs &a) {
 }
 constexpr int64_t kChannelBlockFloats = int64_t(1) << 14; // 64 KiB
 constexpr int64_t kChannelBlockTaps = 64;
-void depthwiseChannelsAvx2(const DepthwiseBlockArgs &a);
+void depthwiseChannelsAvx2(const DepthwiseBlockArgs &a);   // 8 channels
+void depthwiseChannelsAvx512(const DepthwiseBlockArgs &a); // 16 channels
 
 // Depthwise kernels run the epilogue on batches of finished rows holding >=
 // kEpilogueBatch values, so a narrow plane does not pay one call per row.

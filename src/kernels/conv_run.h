@@ -19,16 +19,19 @@ namespace kiln::kernels::detail {
 struct ConvIsaKernels {
   PackBFn im2col;
   DepthwiseFn depthwise;
-  void (*depthwiseChannels)(const DepthwiseBlockArgs &) = nullptr; // optional
+  // Optional: 8 and 16 channels per vector (conv_kernels.h).
+  void (*depthwiseChannels)(const DepthwiseBlockArgs &) = nullptr;
+  void (*depthwiseChannels16)(const DepthwiseBlockArgs &) = nullptr;
 };
 
 inline ConvIsaKernels convKernelsFor(GemmIsa isa) {
   switch (isa) {
 #if defined(__x86_64__)
   case GemmIsa::kAvx512:
-    // The 8-channel kernel has no 16-channel twin yet; on small planes it
-    // beats 16-column row vectors that are mostly padding (a 7x7 plane).
-    return {im2colPackAvx512, depthwiseAvx512, depthwiseChannelsAvx2};
+    // On small planes the channel kernels beat 16-column row vectors that
+    // are mostly padding (a 7x7 plane); the 8-channel one takes a last
+    // group of 8-15 channels.
+    return {im2colPackAvx512, depthwiseAvx512, depthwiseChannelsAvx2, depthwiseChannelsAvx512};
   case GemmIsa::kAvx2:
     return {im2colPackAvx2, depthwiseAvx2, depthwiseChannelsAvx2};
 #endif

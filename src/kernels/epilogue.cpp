@@ -11,6 +11,19 @@
 
 namespace kiln::kernels {
 
+bool epilogueIsElementwise(const EpilogueOp *ops, int count) {
+  for (int i = 0; i < count; ++i) switch (ops[i].kind) {
+    case EpilogueKind::kAddRowBias:
+    case EpilogueKind::kAddColBias:
+    case EpilogueKind::kMulRowScale:
+    case EpilogueKind::kMulColScale:
+      return false;
+    default:
+      break;
+    }
+  return true;
+}
+
 const char *epilogueKindName(EpilogueKind kind) {
   switch (kind) {
   case EpilogueKind::kAddRowBias:

@@ -57,6 +57,12 @@ struct Epilogue {
   bool empty() const { return count == 0; }
 };
 
+// True when no op reads per-row or per-column data (a bias or scale): the
+// ops then treat every element alike, except kAddTensor, which reads the
+// element at the same (row * ld + col) offset. A tile of rows with ldc == ld
+// == cols is then one row of rows * cols elements.
+bool epilogueIsElementwise(const EpilogueOp *ops, int count);
+
 // Applies ep's ops in order to the tile c[rows x cols] (row stride ldc) whose
 // top-left element is element (row0, col0) of the full output; row/column
 // data (biases, scales, the residual) is indexed with those full-output

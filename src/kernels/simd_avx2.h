@@ -22,6 +22,7 @@ struct Avx2 {
   static T load(const float *p, int lanes) {
     return lanes >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, laneMask(lanes));
   }
+  static T loadFull(const float *p) { return _mm256_loadu_ps(p); }
   static void store(float *p, T v, int lanes) {
     if (lanes >= 8)
       _mm256_storeu_ps(p, v);

@@ -17,6 +17,9 @@ struct Avx512 {
   static constexpr int kLanes = 16;
   static M laneMask(int lanes) { return lanes >= 16 ? M(0xFFFF) : M((1u << lanes) - 1); }
   static T load(const float *p, int lanes) { return _mm512_maskz_loadu_ps(laneMask(lanes), p); }
+  // A whole vector: a plain load, which an FMA can take as its memory
+  // operand (GCC keeps load(p, 16)'s all-ones mask, an extra instruction).
+  static T loadFull(const float *p) { return _mm512_loadu_ps(p); }
   static void store(float *p, T v, int lanes) { _mm512_mask_storeu_ps(p, laneMask(lanes), v); }
   static T set1(float x) { return _mm512_set1_ps(x); }
   static T add(T a, T b) { return _mm512_add_ps(a, b); }

@@ -235,11 +235,12 @@ std::vector<ConvShape> shapes() {
       shape(1, 5, 12, 19, 5, 7, 7, 2, 3, 5),     // depthwise 7x7 s2
       shape(1, 8, 16, 17, 8, 3, 3, 2, 0, 8),     // depthwise 3x3 s2, no padding
       shape(1, 3, 9, 45, 3, 5, 5, 2, 4, 3),      // depthwise 5x5 s2, taps wholly in padding
-      // Small planes, 8 channels per vector (conv_kernels.h), with a
+      // Small planes, 8 or 16 channels per vector (conv_kernels.h), with a
       // partial last group of channels.
       shape(2, 13, 7, 7, 13, 5, 5, 1, 2, 13),   // 5x5 on 7x7, 8 + 5 channels
       shape(1, 16, 14, 14, 16, 3, 3, 2, 1, 16), // 3x3 s2 to 7x7
       shape(1, 8, 7, 7, 8, 7, 7, 1, 3, 8),      // 7x7 on 7x7
+      shape(2, 27, 9, 6, 27, 3, 3, 1, 1, 27),   // 16 (AVX-512) + 8 + 3 planes
       shape(1, 9, 9, 11, 9, 3, 3, 1, 2, 9, 2),  // dilation 2
   };
   // Dead taps (conv_taps.h): ASPP-style dilations on a small map (bands of
@@ -300,8 +301,11 @@ TEST_P(ConvKernelTest, MatchesFloat64Reference) {
 TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
   auto [isa, threads] = GetParam();
   runtime::ThreadPool pool(threads);
-  for (const ConvShape &s : {shape(2, 12, 9, 10, 20, 3, 3, 1, 1), shape(1, 16, 11, 12, 16, 1, 1),
-                             shape(2, 12, 9, 10, 12, 3, 3, 2, 1, 12)})
+  // The last two depthwise convs take the channel-vector kernels (8 + 4,
+  // and 16 + 8 channels).
+  for (const ConvShape &s :
+       {shape(2, 12, 9, 10, 20, 3, 3, 1, 1), shape(1, 16, 11, 12, 16, 1, 1),
+        shape(2, 12, 9, 10, 12, 3, 3, 2, 1, 12), shape(2, 24, 7, 7, 24, 5, 5, 1, 2, 24)})
     for (int variant = 0; variant < 14; ++variant) {
       check(s, true, variant, isa, pool, true);
       if (HasFatalFailure()) return;
