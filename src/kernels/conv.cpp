@@ -20,6 +20,7 @@ using detail::ceilDiv;
 using detail::ConvIsaKernels;
 using detail::convKernelsFor;
 using detail::ImageEpilogue;
+using detail::kParallelFlops;
 using detail::roundUp;
 using detail::runTasks;
 using detail::span;
@@ -34,10 +35,6 @@ constexpr int64_t kBBlockFloats = int64_t(1) << 16;
 
 // In-place B (im2colDirect) for convs with at most this many row panels.
 constexpr int64_t kMaxDirectPanels = 6;
-
-// Below this many flops a conv runs on the calling thread: waking a worker
-// costs more than it saves.
-constexpr double kParallelFlops = 4e5;
 
 // For run(workspace = null).
 thread_local detail::Scratch<float> tConvScratch;

@@ -106,6 +106,10 @@ enum class ConvOrientation { kAuto, kChannelRows, kPixelRows };
 class PackedConv {
 public:
   PackedConv() = default;
+  PackedConv(PackedConv &&) = default;
+  PackedConv &operator=(PackedConv &&) = default;
+  PackedConv(const PackedConv &) = delete;
+  PackedConv &operator=(const PackedConv &) = delete;
 
   // weights: [K][C/groups][R][S] (ONNX layout); bias: K values or null; both
   // copied. Only the weight-related fields of `s` (C, K, R, S, strides,

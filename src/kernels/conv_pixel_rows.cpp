@@ -83,7 +83,7 @@ void PackedConv::runPixelRows(const ConvShape &s, const float *x, float *y, cons
   const int64_t slices = ceilDiv(depth, kcMax), ldt = roundUp(Kg, ki.nr);
   const detail::RowPanels pixels(P, ki.mr);
   const double flops = 2.0 * double(s.N) * double(s.K) * double(depth) * double(P);
-  const int threads = flops < 4e5 ? 1 : pool.threads();
+  const int threads = flops < detail::kParallelFlops ? 1 : pool.threads();
   const PixelRowsLayout layout(s, ki, threads);
   float *base =
       workspace ? static_cast<float *>(workspace) : tPixelRowsScratch.get(layout.total);

@@ -55,6 +55,10 @@ struct ImageEpilogue {
   }
 };
 
+// Below this many flops a conv runs on the calling thread: waking a worker
+// costs more than it saves.
+constexpr double kParallelFlops = 4e5;
+
 // Threads one run uses at most (workspace slots, task shares).
 constexpr int64_t kMaxSlots = 64;
 
