@@ -313,8 +313,8 @@ TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
 }
 
 // Both GEMM orientations (conv.h) on every shape and epilogue kind, whatever
-// the automatic choice would be; the pixel-row orientation must drop no
-// tap window the channel rows would have kept correct.
+// the automatic choice would be; forced pixel rows on the dead-tap shapes
+// run the full window, whose padding products are zeros.
 TEST_P(ConvKernelTest, BothOrientationsMatchTheReference) {
   auto [isa, threads] = GetParam();
   runtime::ThreadPool pool(threads);
