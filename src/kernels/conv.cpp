@@ -186,7 +186,7 @@ constexpr int64_t kMaxPixelRowFloats = int64_t(1) << 22;
 // per output, and must save 8% (bench/conv, AVX-512, 1 thread: ResNet's
 // 3x3 and 1x1 convs on 7x7 +22-23%, on 14x14 +3-13%, SqueezeNet's 13x13
 // +3%, RegNet's 440-channel 1x1 on 7x7 +12%; 20x20 and larger maps lose
-// 5-50%, and so do narrow groups).
+// 8-90% (more the fewer the channels), and so do narrow groups).
 ConvOrientation PackedConv::orientationFor(const ConvShape &s) const {
   if (algo_ == ConvAlgo::kDepthwise) return ConvOrientation::kChannelRows;
   if (forced_ != ConvOrientation::kAuto) return forced_;
@@ -430,6 +430,7 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
       detail::channelBlockRows(block) * detail::channelBlockCols(block) * width <=
           detail::kChannelBlockFloats) {
     const int64_t groups = ceilDiv(s.C, width);
+    const bool flatEpilogue = epilogueIsElementwise(ep.ops, ep.count);
     runTasks(pool, threads, s.N * groups, [&](int, int64_t t) {
       const int64_t n = t / groups, c1 = std::min(s.C, (t % groups + 1) * width);
       const ImageEpilogue epi(ep, n, s.K);
@@ -445,7 +446,7 @@ void PackedConv::runDepthwise(const ConvShape &s, const float *x, float *y, cons
         b.w = taps_.data() + c0 * taps;
         b.bias = bias_.empty() ? nullptr : bias_.data() + c0;
         b.ops = epi.ops, b.opCount = epi.count, b.channel0 = c0;
-        b.epilogueFlat = epilogueIsElementwise(epi.ops, epi.count);
+        b.epilogueFlat = flatEpilogue;
         (count == 16 ? ck.depthwiseChannels16 : ck.depthwiseChannels)(b);
         c0 += count;
       }

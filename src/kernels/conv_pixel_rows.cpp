@@ -97,8 +97,8 @@ void PackedConv::runPixelRows(const ConvShape &s, const float *x, float *y, cons
   // front end as a strided Conv1d): im2col^T is the input read as a
   // row-major matrix with overlapping rows strideW apart, packed like any A
   // (the im2col packer would gather each of its columns).
-  const bool strided = Cg == 1 && s.R == 1 && s.H == 1 && s.dilationW == 1 && s.padLeft == 0 &&
-                       s.padRight == 0 && s.strideW * P < (int64_t(1) << 31);
+  const bool strided =
+      Cg == 1 && s.R == 1 && s.H == 1 && s.dilationW == 1 && s.padLeft == 0 && s.padRight == 0;
 
   // Channel blocks: whole NR panels, one block per thread. Every block's
   // GEMM streams all of the packed pixel rows (from L2 for one K slice);

@@ -275,11 +275,13 @@ Status Emitter::emitInst(const Inst &i) {
 // interleaving, then the rest (under kInterleave vectors) in a copy that
 // LLVM vectorizes without interleaving and with the tail folded into masked
 // iterations (where the target has masked loads and stores of the loop's
-// types; elsewhere less than one vector of it stays scalar). One loop would do the same work badly:
-// LLVM interleaves a vector loop 4x (64 floats per iteration at width 16) and runs what is left as
-// scalar code, and with the width given it cannot vectorize that epilogue either, so a row of 49 (a
-// Swin window's softmax) ran wholly scalar, exp and all (4.9 -> 0.6 ms on [64,3,49,49]), a row of
-// 300 ran 44 of its elements scalar. Masking every iteration instead costs long rows their speed
+// types; elsewhere less than one vector of it stays scalar). One loop
+// would do the same work badly: LLVM interleaves a vector loop 4x (64
+// floats per iteration at width 16) and runs what is left as scalar code,
+// and with the width given it cannot vectorize that epilogue either, so a
+// row of 49 (a Swin window's softmax) ran wholly scalar, exp and all (4.9
+// -> 0.6 ms on [64,3,49,49]), a row of 300 ran 44 of its elements scalar.
+// Masking every iteration instead costs long rows their speed
 // (DynamicQuantizeLinear's min/max over a whole tensor: +13%).
 constexpr int64_t kInterleave = 4;
 

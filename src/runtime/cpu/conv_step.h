@@ -9,7 +9,6 @@
 #include "runtime/cpu/program.h"
 
 #include <memory>
-#include <optional>
 
 namespace kiln {
 class Node;
