@@ -228,14 +228,16 @@ int main(int argc, char **argv) {
   int repeats = 5;
   std::string filter;
   kiln::kernels::GemmIsa isa = kiln::kernels::GemmIsa::kAuto;
-  // --orientation channels|pixels forces kiln's GEMM orientation (conv.h).
+  // --orientation channels|pixels|winograd forces kiln's GEMM orientation
+  // (conv.h).
   auto orientation = kiln::kernels::ConvOrientation::kAuto;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--orientation"))
-      orientation = !std::strcmp(argv[i + 1], "pixels") ? kiln::kernels::ConvOrientation::kPixelRows
-                    : !std::strcmp(argv[i + 1], "channels")
-                        ? kiln::kernels::ConvOrientation::kChannelRows
-                        : kiln::kernels::ConvOrientation::kAuto;
+      orientation =
+          !std::strcmp(argv[i + 1], "pixels")     ? kiln::kernels::ConvOrientation::kPixelRows
+          : !std::strcmp(argv[i + 1], "channels") ? kiln::kernels::ConvOrientation::kChannelRows
+          : !std::strcmp(argv[i + 1], "winograd") ? kiln::kernels::ConvOrientation::kWinograd
+                                                  : kiln::kernels::ConvOrientation::kAuto;
     if (!std::strcmp(argv[i], "--isa"))
       for (auto candidate : {kiln::kernels::GemmIsa::kPortable, kiln::kernels::GemmIsa::kAvx2,
                              kiln::kernels::GemmIsa::kAvx512})
@@ -271,8 +273,11 @@ int main(int argc, char **argv) {
       std::vector<float> y(size_t(s.N * s.K * P));
       PackedConv pc = PackedConv::pack(s, w.data(), b.data(), isa);
       pc.forceOrientation(orientation);
-      const std::string algo = std::string(convAlgoName(pc.algo())) +
-                               (pc.orientationFor(s) == ConvOrientation::kPixelRows ? "/px" : "");
+      const ConvOrientation o = pc.orientationFor(s);
+      const std::string algo =
+          std::string(convAlgoName(pc.algo())) + (o == ConvOrientation::kPixelRows  ? "/px"
+                                                  : o == ConvOrientation::kWinograd ? "/wino"
+                                                                                    : "");
       // The workspace must be 64-byte aligned.
       const size_t wsBytes = (pc.workspaceBytes(s, threads) + 127) / 64 * 64;
       std::unique_ptr<void, decltype(&std::free)> ws(std::aligned_alloc(64, wsBytes), &std::free);

@@ -6,6 +6,7 @@
 #include "kernels/conv_kernels.h"
 #include "kernels/conv_run.h"
 #include "kernels/conv_taps.h"
+#include "kernels/conv_winograd.h"
 #include "kernels/gemm_driver.h"
 #include "runtime/thread_pool.h"
 
@@ -107,9 +108,52 @@ const char *convAlgoName(ConvAlgo algo) {
 }
 
 struct PackedConv::GroupWeights {
-  std::once_flag channelRowsOnce, pixelRowsOnce;
+  ConvOrientation packedAs; // the form pack() made; the others are made from it
+  int64_t G, Kg, depth;
+  std::once_flag channelRowsOnce, pixelRowsOnce, winogradOnce;
   std::vector<PackedA> channelRows; // W_g, Kg x depth
   std::vector<PackedB> pixelRows;   // W_g^T, depth x Kg
+  std::vector<PackedA> winograd;    // U_xi, K x C (groups == 1)
+
+  // All groups' weights [G*Kg][depth] (the ONNX layout) from pack()'s form.
+  std::vector<float> source() const {
+    std::vector<float> w(size_t(G * Kg * depth));
+    if (packedAs == ConvOrientation::kWinograd) {
+      std::vector<float> u(size_t(detail::kWinogradXi * Kg * depth / 9));
+      const int64_t C = depth / 9;
+      for (int xi = 0; xi < detail::kWinogradXi; ++xi)
+        winograd[size_t(xi)].unpack(u.data() + xi * Kg * C);
+      detail::winogradRecoverWeights(Kg, C, u.data(), w.data());
+      return w;
+    }
+    std::vector<float> wt(packedAs == ConvOrientation::kPixelRows ? size_t(Kg * depth) : 0);
+    for (int64_t g = 0; g < G; ++g) {
+      float *wg = w.data() + g * Kg * depth;
+      if (packedAs == ConvOrientation::kChannelRows) {
+        channelRows[size_t(g)].unpack(wg);
+        continue;
+      }
+      pixelRows[size_t(g)].unpack(wt.data()); // W_g^T
+      for (int64_t i = 0; i < Kg; ++i)
+        for (int64_t k = 0; k < depth; ++k) wg[i * depth + k] = wt[size_t(k * Kg + i)];
+    }
+    return w;
+  }
+  void packChannelRows(const float *w, GemmIsa isa) {
+    for (int64_t g = 0; g < G; ++g)
+      channelRows.push_back(PackedA::pack(false, Kg, depth, w + g * Kg * depth, depth, isa));
+  }
+  void packPixelRows(const float *w, GemmIsa isa) {
+    for (int64_t g = 0; g < G; ++g)
+      pixelRows.push_back(PackedB::pack(true, depth, Kg, w + g * Kg * depth, depth, isa));
+  }
+  void packWinograd(const float *w, GemmIsa isa) {
+    const int64_t C = depth / 9;
+    std::vector<float> u(size_t(detail::kWinogradXi * Kg * C));
+    detail::winogradTransformWeights(Kg, C, w, u.data());
+    for (int xi = 0; xi < detail::kWinogradXi; ++xi)
+      winograd.push_back(PackedA::pack(false, Kg, C, u.data() + xi * Kg * C, C, isa));
+  }
 };
 
 PackedConv PackedConv::pack(const ConvShape &s, const float *weights, const float *bias,
@@ -134,45 +178,37 @@ PackedConv PackedConv::pack(const ConvShape &s, const float *weights, const floa
   if (pc.algo_ == ConvAlgo::kGemm) pc.windows_ = std::make_shared<detail::TapWindowPacks>();
   pc.weights_ = std::make_shared<GroupWeights>();
   GroupWeights &gw = *pc.weights_;
-  if (pc.orientationFor(s) == ConvOrientation::kPixelRows) {
-    std::call_once(gw.pixelRowsOnce, [&] {
-      for (int64_t g = 0; g < G; ++g)
-        gw.pixelRows.push_back(
-            PackedB::pack(true, depth, Kg, weights + g * Kg * depth, depth, pc.isa_));
-    });
-  } else {
-    std::call_once(gw.channelRowsOnce, [&] {
-      for (int64_t g = 0; g < G; ++g)
-        gw.channelRows.push_back(
-            PackedA::pack(false, Kg, depth, weights + g * Kg * depth, depth, pc.isa_));
-    });
+  gw.packedAs = pc.orientationFor(s), gw.G = G, gw.Kg = Kg, gw.depth = depth;
+  switch (gw.packedAs) {
+  case ConvOrientation::kWinograd:
+    std::call_once(gw.winogradOnce, [&] { gw.packWinograd(weights, pc.isa_); });
+    break;
+  case ConvOrientation::kPixelRows:
+    std::call_once(gw.pixelRowsOnce, [&] { gw.packPixelRows(weights, pc.isa_); });
+    break;
+  default:
+    std::call_once(gw.channelRowsOnce, [&] { gw.packChannelRows(weights, pc.isa_); });
   }
   return pc;
 }
 
-// Each form is made from the other when pack() made only that one.
+// Each form is made from the one pack() made when a run first needs it.
 const std::vector<PackedA> &PackedConv::channelRowWeights() const {
   GroupWeights &gw = *weights_;
-  std::call_once(gw.channelRowsOnce, [&] {
-    for (const PackedB &b : gw.pixelRows) {
-      std::vector<float> wt(size_t(b.depth() * b.cols())); // W_g^T
-      b.unpack(wt.data());
-      gw.channelRows.push_back(PackedA::pack(true, b.cols(), b.depth(), wt.data(), b.cols(), isa_));
-    }
-  });
+  std::call_once(gw.channelRowsOnce, [&] { gw.packChannelRows(gw.source().data(), isa_); });
   return gw.channelRows;
 }
 
 const std::vector<PackedB> &PackedConv::pixelRowWeights() const {
   GroupWeights &gw = *weights_;
-  std::call_once(gw.pixelRowsOnce, [&] {
-    for (const PackedA &a : gw.channelRows) {
-      std::vector<float> w(size_t(a.rows() * a.depth())); // W_g
-      a.unpack(w.data());
-      gw.pixelRows.push_back(PackedB::pack(true, a.depth(), a.rows(), w.data(), a.depth(), isa_));
-    }
-  });
+  std::call_once(gw.pixelRowsOnce, [&] { gw.packPixelRows(gw.source().data(), isa_); });
   return gw.pixelRows;
+}
+
+const std::vector<PackedA> &PackedConv::winogradWeights() const {
+  GroupWeights &gw = *weights_;
+  std::call_once(gw.winogradOnce, [&] { gw.packWinograd(gw.source().data(), isa_); });
+  return gw.winograd;
 }
 
 // Pixel rows need the whole im2col(X_g)^T of an image and group packed at
@@ -187,9 +223,7 @@ constexpr int64_t kMaxPixelRowFloats = int64_t(1) << 22;
 // 3x3 and 1x1 convs on 7x7 +22-23%, on 14x14 +3-13%, SqueezeNet's 13x13
 // +3%, RegNet's 440-channel 1x1 on 7x7 +12%; 20x20 and larger maps lose
 // 8-90% (more the fewer the channels), and so do narrow groups).
-ConvOrientation PackedConv::orientationFor(const ConvShape &s) const {
-  if (algo_ == ConvAlgo::kDepthwise) return ConvOrientation::kChannelRows;
-  if (forced_ != ConvOrientation::kAuto) return forced_;
+ConvOrientation PackedConv::gemmOrientationFor(const ConvShape &s) const {
   const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
   const int64_t Kg = s.K / s.groups, P = s.outH() * s.outW(), depth = s.C / s.groups * s.R * s.S;
   if (P * depth > kMaxPixelRowFloats) return ConvOrientation::kChannelRows;
@@ -205,9 +239,38 @@ ConvOrientation PackedConv::orientationFor(const ConvShape &s) const {
   return ConvOrientation::kPixelRows;
 }
 
+// Winograd where its cost (conv_winograd.h) is under kWinogradShare of the
+// better GEMM orientation's. The model counts multiply-adds and the
+// transforms, not that the 36 GEMMs stream 4x the weights per panel of 32
+// tiles. Measured (bench/conv, AVX-512, 1 / 2 threads, GF/s as direct
+// flops, direct -> Winograd): ResNet's 64 3x3 @56 (cost ratio 0.35) 192 ->
+// 386 / 685 (2T, vs 380 direct); 256 @14 (0.67) 176 -> 232 / 260 -> 382;
+// SqueezeNet's 64->256 @13 (0.78) 164 -> 162 / 230 -> 288; 512 @7 (2.6)
+// 178 -> 48.
+constexpr double kWinogradShare = 0.75;
+
+ConvOrientation PackedConv::orientationFor(const ConvShape &s) const {
+  if (algo_ == ConvAlgo::kDepthwise) return ConvOrientation::kChannelRows;
+  const bool winograd = algo_ == ConvAlgo::kGemm && detail::winogradApplies(s, isa_);
+  if (forced_ == ConvOrientation::kWinograd)
+    return winograd ? ConvOrientation::kWinograd : ConvOrientation::kChannelRows;
+  if (forced_ != ConvOrientation::kAuto) return forced_;
+  const ConvOrientation gemm = gemmOrientationFor(s);
+  if (!winograd) return gemm;
+  const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
+  const int64_t P = s.outH() * s.outW(), depth = s.C * 9;
+  const double gemmCost = gemm == ConvOrientation::kPixelRows
+                              ? double(P) * double(roundUp(s.K, ki.nr)) * double(depth + 16)
+                              : double(roundUp(P, ki.nr)) * double(s.K) * double(depth);
+  return detail::winogradCost(s, ki.nr) < kWinogradShare * gemmCost ? ConvOrientation::kWinograd
+                                                                    : gemm;
+}
+
 size_t PackedConv::workspaceBytes(const ConvShape &s, int threads) const {
   if (algo_ == ConvAlgo::kDepthwise) return 0;
-  if (orientationFor(s) == ConvOrientation::kPixelRows) return pixelRowsWorkspaceBytes(s, threads);
+  const ConvOrientation o = orientationFor(s);
+  if (o == ConvOrientation::kPixelRows) return pixelRowsWorkspaceBytes(s, threads);
+  if (o == ConvOrientation::kWinograd) return winogradWorkspaceBytes(s, threads);
   const detail::GemmKernelInfo ki = detail::gemmKernelsFor(isa_).info;
   const int64_t depth = s.C / s.groups * s.R * s.S;
   return size_t(std::max(threads, 1)) * size_t(slotFloats(ki, depth)) * sizeof(float);
@@ -217,12 +280,20 @@ void PackedConv::run(const ConvShape &s, const float *x, float *y, const Epilogu
                      void *workspace, runtime::ThreadPool *pool) const {
   runtime::ThreadPool &p = pool ? *pool : runtime::ThreadPool::global();
   assert(reinterpret_cast<uintptr_t>(workspace) % 64 == 0 && "workspace must be 64-byte aligned");
-  if (algo_ == ConvAlgo::kDepthwise)
+  if (algo_ == ConvAlgo::kDepthwise) {
     runDepthwise(s, x, y, ep, p);
-  else if (orientationFor(s) == ConvOrientation::kPixelRows)
+    return;
+  }
+  switch (orientationFor(s)) {
+  case ConvOrientation::kPixelRows:
     runPixelRows(s, x, y, ep, workspace, p);
-  else
+    break;
+  case ConvOrientation::kWinograd:
+    runWinograd(s, x, y, ep, workspace, p);
+    break;
+  default:
     runGemm(s, x, y, ep, workspace, p);
+  }
 }
 
 namespace {

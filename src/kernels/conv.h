@@ -32,6 +32,12 @@
 //    every thread shares them; each thread runs a block of channel columns
 //    and transposes its finished block into Y's NCHW rows, adding the bias
 //    and running the epilogue there (conv_pixel_rows.cpp).
+//    3x3 stride-1 convs with one group on larger maps run as Winograd
+//    F(4x4, 3x3) (ConvOrientation::kWinograd, conv_winograd.cpp): 4x4
+//    output tiles, input and output transformed per tile, 36 GEMMs over
+//    the transformed tiles with the transformed weights pre-packed as A:
+//    36 multiply-adds per tile and channel pair instead of 144, at ~10x the
+//    direct conv's rounding error (still ~1e-6 relative).
 //  - kDepthwise (groups == C > 1, one input channel per group, any K = m*C;
 //    a single-channel conv with one filter too):
 //    a direct vector kernel per output plane, vectorized over output width
@@ -97,9 +103,12 @@ enum class ConvAlgo { kGemm, kGemm1x1, kDepthwise };
 const char *convAlgoName(ConvAlgo algo);
 
 // Which way a kGemm/kGemm1x1 conv maps onto the GEMM: output channels as its
-// rows (kChannelRows) or output pixels (kPixelRows, small maps); kAuto
-// chooses per run from the output size (PackedConv::orientationFor).
-enum class ConvOrientation { kAuto, kChannelRows, kPixelRows };
+// rows (kChannelRows) or output pixels (kPixelRows, small maps), or, for a
+// 3x3 stride-1 conv, Winograd F(4x4, 3x3): 36 GEMMs over transformed 4x4
+// output tiles, 4x fewer multiply-adds (kWinograd, conv_winograd.cpp; AVX-512
+// only). kAuto chooses per run from the output size
+// (PackedConv::orientationFor).
+enum class ConvOrientation { kAuto, kChannelRows, kPixelRows, kWinograd };
 
 // A convolution's weights packed for one ISA. Immutable after pack(): one
 // PackedConv may run on any number of threads at once. Move-only.
@@ -147,10 +156,13 @@ public:
   // The orientation run() takes for shape `s` (never kAuto): kPixelRows when
   // the channels fill the GEMM's columns better than the pixels do by a
   // margin that pays for the transposition; always kChannelRows for
-  // depthwise convs and for tap windows that drop taps (conv_taps.h).
+  // depthwise convs and for tap windows that drop taps (conv_taps.h);
+  // kWinograd where it applies and its cost model predicts a clear win over
+  // the better of the two.
   ConvOrientation orientationFor(const ConvShape &s) const;
-  // Overrides the choice (tests and bench/conv run both); kAuto restores it.
-  // Not thread-safe against concurrent run() calls.
+  // Overrides the choice (tests and bench/conv run each); kAuto restores it.
+  // kWinograd where it does not apply runs kChannelRows. Not thread-safe
+  // against concurrent run() calls.
   void forceOrientation(ConvOrientation o) { forced_ = o; }
 
 private:
@@ -160,17 +172,25 @@ private:
                     void *workspace, runtime::ThreadPool &pool) const;
   void runDepthwise(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
                     runtime::ThreadPool &pool) const;
+  void runWinograd(const ConvShape &s, const float *x, float *y, const Epilogue &ep,
+                   void *workspace, runtime::ThreadPool &pool) const;
   size_t pixelRowsWorkspaceBytes(const ConvShape &s, int threads) const;
+  size_t winogradWorkspaceBytes(const ConvShape &s, int threads) const;
+  // The orientation the weights' shape and the ISA prefer for `s`, Winograd
+  // aside.
+  ConvOrientation gemmOrientationFor(const ConvShape &s) const;
   // The weights of each group packed for each orientation, made on first
-  // use (thread-safe).
+  // use (thread-safe); winogradWeights: U_xi [K x C] as A, xi = 0..35.
   const std::vector<PackedA> &channelRowWeights() const;
   const std::vector<PackedB> &pixelRowWeights() const;
+  const std::vector<PackedA> &winogradWeights() const;
 
   ConvShape shape_;
   ConvAlgo algo_ = ConvAlgo::kGemm;
   GemmIsa isa_ = GemmIsa::kPortable;
-  // kGemm*: per group, W_g [Kg x Cg*R*S] as A and W_g^T as B, each packed
-  // on first use; shared_ptr because the type is incomplete here.
+  // kGemm*: per group, W_g [Kg x Cg*R*S] as A and W_g^T as B (and the
+  // Winograd transform of W as 36 As), each packed on first use from the
+  // one pack() made; shared_ptr because the type is incomplete here.
   struct GroupWeights;
   std::shared_ptr<GroupWeights> weights_;
   ConvOrientation forced_ = ConvOrientation::kAuto;

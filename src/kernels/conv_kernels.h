@@ -95,6 +95,40 @@ constexpr int64_t kChannelBlockTaps = 64;
 void depthwiseChannelsAvx2(const DepthwiseBlockArgs &a);   // 8 channels
 void depthwiseChannelsAvx512(const DepthwiseBlockArgs &a); // 16 channels
 
+// Winograd F(4x4, 3x3) tile transforms (conv_winograd.cpp has the
+// algorithm), vectorized over a chunk of n <= 16 consecutive tiles of one
+// tile row: lane i is tile i, whose 6x6 input patch starts at input row iy0
+// and column ix0 + 4*i, and whose 4x4 output block at output row oy0 and
+// column ox0 + 4*i. Transform index xi = 6*i + j is entry (i, j) of the 6x6
+// transformed tile.
+//
+// Input: v[xi*vXi + c*ldv + lane0 + i] = (B^T d B)[xi] of tile i's patch d
+// of channel c (plane c at x + c*H*W; 0 outside the H x W input), for every
+// channel c in [0, C). Lanes past n are not written.
+struct WinogradInputArgs {
+  const float *x;
+  int64_t C, H, W;
+  int64_t iy0, ix0;
+  int n;
+  float *v;
+  int64_t vXi, ldv, lane0;
+};
+// Output: for channels k in [k0, k1), the 4x4 blocks A^T m A + bias[k] of
+// the tiles, m[xi] = m[xi*mXi + k*ldm + lane0 + i], into plane k of y
+// (outH x outW; rows and columns past the plane are not written).
+struct WinogradOutputArgs {
+  const float *m;
+  int64_t mXi, ldm, lane0;
+  int64_t k0, k1;
+  const float *bias; // per channel, or null
+  float *y;
+  int64_t outH, outW;
+  int64_t oy0, ox0;
+  int n;
+};
+void winogradInputAvx512(const WinogradInputArgs &a);
+void winogradOutputAvx512(const WinogradOutputArgs &a);
+
 // Depthwise kernels run the epilogue on batches of finished rows holding >=
 // kEpilogueBatch values, so a narrow plane does not pay one call per row.
 constexpr int64_t kEpilogueBatch = 256;

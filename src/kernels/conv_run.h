@@ -22,6 +22,9 @@ struct ConvIsaKernels {
   // Optional: 8 and 16 channels per vector (conv_kernels.h).
   void (*depthwiseChannels)(const DepthwiseBlockArgs &) = nullptr;
   void (*depthwiseChannels16)(const DepthwiseBlockArgs &) = nullptr;
+  // Winograd F(4x4, 3x3) tile transforms (null: the ISA has none).
+  void (*winogradInput)(const WinogradInputArgs &) = nullptr;
+  void (*winogradOutput)(const WinogradOutputArgs &) = nullptr;
 };
 
 inline ConvIsaKernels convKernelsFor(GemmIsa isa) {
@@ -31,7 +34,8 @@ inline ConvIsaKernels convKernelsFor(GemmIsa isa) {
     // On small planes the channel kernels beat 16-column row vectors that
     // are mostly padding (a 7x7 plane); the 8-channel one takes a last
     // group of 8-15 channels.
-    return {im2colPackAvx512, depthwiseAvx512, depthwiseChannelsAvx2, depthwiseChannelsAvx512};
+    return {im2colPackAvx512,        depthwiseAvx512,     depthwiseChannelsAvx2,
+            depthwiseChannelsAvx512, winogradInputAvx512, winogradOutputAvx512};
   case GemmIsa::kAvx2:
     return {im2colPackAvx2, depthwiseAvx2, depthwiseChannelsAvx2};
 #endif

@@ -5,6 +5,7 @@
 #include "kernel_isas.h"
 #include "kernels/conv.h"
 #include "kernels/conv_taps.h"
+#include "kernels/conv_winograd.h"
 #include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -157,6 +158,10 @@ void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa, runtime:
   if (explicitWorkspace && wsBytes) ws = std::aligned_alloc(64, (wsBytes + 63) / 64 * 64);
   conv.run(s, x.data(), y.data(), ep, ws, &pool);
   std::free(ws);
+  // Winograd's transforms scale entries by up to 10 (input) and 17 (output)
+  // before and after the sums: its rounding error, relative to the sum of
+  // the products' magnitudes, is ~10x the direct conv's (conv_winograd.cpp).
+  const double scaleTolerance = conv.orientationFor(s) == ConvOrientation::kWinograd ? 2e-5 : 1e-6;
 
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t k = 0; k < s.K; ++k) {
@@ -178,7 +183,7 @@ void check(const ConvShape &s, bool withBias, int variant, GemmIsa isa, runtime:
           const int64_t col = oh * outW + ow;
           for (int o = 0; o < ep.count; ++o) acc = refOp(ep.ops[o], acc, k, col, n * s.K * P);
           const double got = y[size_t((n * s.K + k) * P + col)];
-          ASSERT_NEAR(got, acc, 1e-5 + 1e-4 * std::abs(acc) + 1e-6 * scale)
+          ASSERT_NEAR(got, acc, 1e-5 + 1e-4 * std::abs(acc) + scaleTolerance * scale)
               << gemmIsaName(isa) << " threads=" << pool.threads() << " "
               << convAlgoName(conv.algo()) << " " << describe(s) << " bias=" << withBias
               << " epilogue variant " << variant << " orientation " << int(conv.orientationFor(s))
@@ -312,15 +317,19 @@ TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
     }
 }
 
-// Both GEMM orientations (conv.h) on every shape and epilogue kind, whatever
+// Every GEMM orientation (conv.h) on every shape and epilogue kind, whatever
 // the automatic choice would be; forced pixel rows on the dead-tap shapes
-// run the full window, whose padding products are zeros.
-TEST_P(ConvKernelTest, BothOrientationsMatchTheReference) {
+// run the full window, whose padding products are zeros. Winograd where it
+// applies (3x3, stride 1, one group; AVX-512), forced elsewhere it runs
+// channel rows.
+TEST_P(ConvKernelTest, EveryOrientationMatchesTheReference) {
   auto [isa, threads] = GetParam();
   runtime::ThreadPool pool(threads);
   int variant = 0;
   for (const ConvShape &s : shapes())
-    for (ConvOrientation o : {ConvOrientation::kChannelRows, ConvOrientation::kPixelRows}) {
+    for (ConvOrientation o :
+         {ConvOrientation::kChannelRows, ConvOrientation::kPixelRows, ConvOrientation::kWinograd}) {
+      if (o == ConvOrientation::kWinograd && !detail::winogradApplies(s, isa)) continue;
       check(s, variant % 3 != 2, variant % 14, isa, pool, variant % 2 == 0, o);
       if (HasFatalFailure()) return;
       ++variant;
@@ -329,6 +338,31 @@ TEST_P(ConvKernelTest, BothOrientationsMatchTheReference) {
     check(shape(2, 12, 5, 6, 40, 3, 3, 1, 1), true, v, isa, pool, v % 2 == 0,
           ConvOrientation::kPixelRows);
     if (HasFatalFailure()) return;
+  }
+}
+
+// Winograd's tiling: batches, partial tiles at the edges, a tile row wider
+// than a vector of tiles (19), several tile panels, depth past one K slice
+// (600 channels), several output channel blocks (150), no padding, wide and
+// asymmetric padding, a 2x2 map.
+TEST_P(ConvKernelTest, WinogradMatchesTheReference) {
+  auto [isa, threads] = GetParam();
+  if (!detail::winogradApplies(shape(1, 1, 3, 3, 1, 3, 3), isa)) GTEST_SKIP() << "no transforms";
+  runtime::ThreadPool pool(threads);
+  ConvShape asym = shape(1, 5, 9, 11, 7, 3, 3);
+  asym.padTop = 0, asym.padLeft = 2, asym.padBottom = 1, asym.padRight = 0;
+  int variant = 0;
+  for (const ConvShape &s :
+       {shape(2, 19, 17, 23, 37, 3, 3, 1, 1), shape(1, 8, 9, 75, 20, 3, 3, 1, 1),
+        shape(1, 600, 6, 6, 24, 3, 3, 1, 1), shape(1, 24, 10, 10, 150, 3, 3, 1, 0),
+        shape(1, 6, 7, 7, 9, 3, 3, 1, 2), shape(1, 4, 2, 2, 5, 3, 3, 1, 1), asym,
+        shape(3, 16, 12, 12, 16, 3, 3, 1, 1)}) {
+    for (int v = 0; v < 14; v += 3) {
+      check(s, variant % 3 != 2, (variant + v) % 14, isa, pool, variant % 2 == 0,
+            ConvOrientation::kWinograd);
+      if (HasFatalFailure()) return;
+    }
+    ++variant;
   }
 }
 
@@ -355,8 +389,9 @@ TEST(ConvKernel, SmallMapsTurnTheGemmAround) {
   const ConvShape r7 = shape(1, 512, 7, 7, 512, 3, 3, 1, 1);
   EXPECT_EQ(PackedConv::pack(r7, w.data(), nullptr).orientationFor(r7),
             ConvOrientation::kPixelRows);
-  // Large maps, few channels, grouped convs with narrow groups: channel rows.
-  const ConvShape big = shape(1, 64, 56, 56, 64, 3, 3, 1, 1);
+  // Large maps, few channels, grouped convs with narrow groups: channel rows
+  // (a 3x3 stride-1 conv on a large map may be Winograd instead).
+  const ConvShape big = shape(1, 64, 56, 56, 64, 3, 3, 2, 1);
   EXPECT_EQ(PackedConv::pack(big, w.data(), nullptr).orientationFor(big),
             ConvOrientation::kChannelRows);
   const ConvShape grouped = shape(1, 440, 7, 7, 440, 3, 3, 1, 1, 55);
@@ -366,6 +401,57 @@ TEST(ConvKernel, SmallMapsTurnTheGemmAround) {
   const ConvShape aspp = shape(1, 64, 16, 16, 64, 3, 3, 1, 24, 1, 24);
   EXPECT_EQ(PackedConv::pack(aspp, w.data(), nullptr).orientationFor(aspp),
             ConvOrientation::kChannelRows);
+}
+
+TEST(ConvKernel, WinogradTakesLargeMapsOfThreeByThreeConvs) {
+  const ConvShape r56 = shape(1, 64, 56, 56, 64, 3, 3, 1, 1);
+  const ConvShape r7 = shape(1, 512, 7, 7, 512, 3, 3, 1, 1);
+  std::vector<float> w(512 * 512 * 9, 0.5f);
+  for (GemmIsa isa : supportedIsas()) {
+    const bool applies = detail::winogradApplies(r56, isa);
+    EXPECT_EQ(PackedConv::pack(r56, w.data(), nullptr, isa).orientationFor(r56) ==
+                  ConvOrientation::kWinograd,
+              applies)
+        << gemmIsaName(isa);
+    // 49 pixels are 4 tiles of a 32-tile panel: pixel rows.
+    EXPECT_NE(PackedConv::pack(r7, w.data(), nullptr, isa).orientationFor(r7),
+              ConvOrientation::kWinograd);
+    // Stride 2, dilation 2 and groups do not apply.
+    for (const ConvShape &s :
+         {shape(1, 64, 56, 56, 64, 3, 3, 2, 1), shape(1, 64, 56, 56, 64, 3, 3, 1, 2, 1, 2),
+          shape(1, 64, 56, 56, 64, 3, 3, 1, 1, 2)})
+      EXPECT_NE(PackedConv::pack(s, w.data(), nullptr, isa).orientationFor(s),
+                ConvOrientation::kWinograd)
+          << describe(s);
+  }
+}
+
+TEST(ConvKernel, WinogradWeightsAreMadeFromTheOtherFormsAndBack) {
+  // Packed for a 3x3 map (pixel rows) and run on 20x20 (Winograd): the
+  // same bits as a conv packed for 20x20. Packed as Winograd and run on
+  // the 3x3 map: weights recovered from the transform, within a few ulps.
+  const ConvShape small = shape(1, 16, 3, 3, 64, 3, 3, 1, 1),
+                  large = shape(1, 16, 20, 20, 64, 3, 3, 1, 1);
+  std::mt19937 rng(7);
+  auto x = randomVector(size_t(16 * 20 * 20), rng);
+  auto w = randomVector(size_t(64 * 16 * 9), rng);
+  runtime::ThreadPool pool(2);
+  for (GemmIsa isa : supportedIsas()) {
+    if (!detail::winogradApplies(large, isa)) continue;
+    PackedConv packedSmall = PackedConv::pack(small, w.data(), nullptr, isa);
+    PackedConv packedLarge = PackedConv::pack(large, w.data(), nullptr, isa);
+    ASSERT_EQ(packedSmall.orientationFor(small), ConvOrientation::kPixelRows);
+    ASSERT_EQ(packedLarge.orientationFor(large), ConvOrientation::kWinograd);
+    std::vector<float> a(size_t(64 * 400)), b(a.size());
+    packedSmall.run(large, x.data(), a.data(), {}, nullptr, &pool);
+    packedLarge.run(large, x.data(), b.data(), {}, nullptr, &pool);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << gemmIsaName(isa);
+    PackedConv reference = PackedConv::pack(small, w.data(), nullptr, isa);
+    std::vector<float> c(size_t(64 * 9)), d(c.size());
+    packedLarge.run(small, x.data(), c.data(), {}, nullptr, &pool);
+    reference.run(small, x.data(), d.data(), {}, nullptr, &pool);
+    for (size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], d[i], 1e-5 * (1 + std::abs(d[i])));
+  }
 }
 
 TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
@@ -387,8 +473,9 @@ TEST(ConvKernel, OnePackRunsManyInputSizesAndThreadsAtOnce) {
 TEST(ConvKernel, EachOrientationsWeightsAreMadeFromTheOtherOnFirstUse) {
   // Packed for a 3x3 map (pixel rows), run on 20x20 (channel rows), and the
   // other way round: the same bits as a conv packed for the run's size.
-  ConvShape small = shape(1, 16, 3, 3, 64, 3, 3, 1, 1),
-            large = shape(1, 16, 20, 20, 64, 3, 3, 1, 1);
+  // (Two groups: one group on 20x20 would be Winograd.)
+  ConvShape small = shape(1, 16, 3, 3, 64, 3, 3, 1, 1, 2),
+            large = shape(1, 16, 20, 20, 64, 3, 3, 1, 1, 2);
   std::mt19937 rng(5);
   auto x = randomVector(size_t(16 * 20 * 20), rng);
   auto w = randomVector(size_t(64 * 16 * 9), rng);
