@@ -5,7 +5,7 @@
 // it through this script (see README.md next to it).
 //
 //   node ort_run.js MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
-//                   [--threads N] [--no-optimize] [--repeat N]
+//                   [--threads N] [--no-optimize] [--repeat N] [--profile PREFIX]
 //   node ort_run.js MODEL.onnx --list-io
 //
 // Output file names: see sanitizeName() / outputFileNames() below; kiln's
@@ -21,6 +21,7 @@ const path = require('path');
 
 const USAGE = `usage: ort_run.js MODEL.onnx [--input NAME=FILE.npy]... --output-dir DIR
                   [--threads N] [--no-optimize] [--repeat N] [--quiet]
+                  [--profile PREFIX]
        ort_run.js MODEL.onnx --list-io
 
   --input NAME=FILE.npy  feed model input NAME from FILE.npy (repeat per input);
@@ -35,6 +36,8 @@ const USAGE = `usage: ort_run.js MODEL.onnx [--input NAME=FILE.npy]... --output-
   --repeat N             after the first run, time N more runs; prints
                          'time_ms min=.. median=.. mean=..' on stderr
   --quiet                do not print the per-output lines on stdout
+  --profile PREFIX       ORT's profiler on: per-node times of every run as a
+                         Chrome trace, PREFIX_<date>.json (bench/layer_compare.py)
   --list-io              print the model's inputs and outputs and exit
 
 Prints one line per output on stdout: '<name> <dtype> [d0,d1,...]'.
@@ -292,7 +295,7 @@ function outputFileNames(names) {
 // ---------------------------------------------------------------------------
 
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], outputDir: null, threads: null, optimize: true, repeat: 0, listIo: false, quiet: false };
+  const a = { model: null, inputs: [], outputDir: null, threads: null, optimize: true, repeat: 0, listIo: false, quiet: false, profile: null };
   const takeValue = (i, flag) => {
     if (i + 1 >= argv.length) throw new UsageError(`${flag} needs a value`);
     return argv[i + 1];
@@ -341,6 +344,9 @@ function parseArgs(argv) {
         break;
       case '--no-optimize':
         a.optimize = false;
+        break;
+      case '--profile':
+        a.profile = value();
         break;
       case '--list-io':
         a.listIo = true;
@@ -401,6 +407,10 @@ async function main() {
     logSeverityLevel: 3, // errors only
   };
   if (args.threads !== null) options.intraOpNumThreads = args.threads;
+  if (args.profile !== null) {
+    options.enableProfiling = true;
+    options.profileFilePrefix = args.profile;
+  }
 
   let session;
   try {
@@ -477,6 +487,8 @@ async function main() {
     const median = times.length % 2 ? times[(times.length - 1) / 2] : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
     process.stderr.write(`time_ms min=${times[0].toFixed(3)} median=${median.toFixed(3)} mean=${mean.toFixed(3)} runs=${times.length}\n`);
   }
+
+  if (args.profile !== null) session.endProfiling(); // writes the trace
 
   // Write outputs.
   try {

@@ -8,8 +8,8 @@
 // direct conv needs 9 x 16 = 144. The transforms cost O(C + K) per tile.
 // Rounding grows by the transforms' magnitudes (entries up to 5 in B, 8 in
 // A): relative errors ~1e-6 against ~1e-7 for the direct conv, the usual
-// price of F(4x4, 3x3) in f32 (F(6x6, 3x3) would gain 1.3x more and lose two
-// more digits).
+// price of F(4x4, 3x3) in f32 (larger tiles save more multiply-adds and
+// lose more digits).
 //
 // Per task: one panel of NR (32) consecutive tiles of one image (tiles in
 // row-major order over the output, partial tiles at the right and bottom
@@ -63,9 +63,12 @@ constexpr int kLRows[3] = {0, 1, 5};
 // 64 x 32 floats, 288 KiB) stays in L2 between the two.
 constexpr int64_t kBlockRows = 64;
 
-// Transform cost per tile and channel in GEMM multiply-add equivalents
-// (bench/conv: ~12 cycles per tile-channel for the input transform, ~6 for
-// the output transform, at 32 multiply-adds per cycle).
+// Transform cost per tile and input / output channel, in GEMM multiply-adds
+// (32 a cycle on AVX-512): set so that the choice matches bench/conv on
+// ResNet's, YOLOv8's and SqueezeNet's 3x3 convs (perf on ResNet's
+// 64-channel layer: input transform half the GEMMs' time, output transform
+// a quarter; at 16 channels the GEMMs lose more than that to their short
+// depth, and Winograd still wins by 25-45%).
 constexpr double kInputCost = 370, kOutputCost = 190;
 
 int64_t tilesOf(int64_t n) {

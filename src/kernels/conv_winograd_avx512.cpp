@@ -52,6 +52,13 @@ __attribute__((always_inline)) inline void outputTransform(const V m[6], V out[4
   out[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), d34, d12), m[5]);
 }
 
+// Column j of six rows of vectors.
+template <int N>
+__attribute__((always_inline)) inline void column(const V (&rows)[6][N], int j, V out[6]) {
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; ++i) out[i] = rows[i][j];
+}
+
 // v[j] lane i = row[ix0 + 4i + j] for the n tiles (0 outside [0, W)): five
 // masked loads of the 4n + 2 floats the tiles read, then columns 0-3 of
 // each tile by two two-register permutes (tiles 0-7 from the first 32
@@ -111,9 +118,10 @@ void winogradInputAvx512(const WinogradInputArgs &a) {
   const int64_t plane = a.H * a.W;
   for (int64_t c = 0; c < a.C; ++c) {
     const float *xc = a.x + c * plane;
-    V h[6][6]; // h[r] = row r of the patch times B (its columns transformed)
-               // (Not unrolled: h lives on the stack either way, and 6 copies of the
-               // gather cost 5 KiB of runtime.)
+    // h[r] = row r of the patch times B (its columns transformed). The row
+    // loop is not unrolled: h lives on the stack either way, and six copies
+    // of the gather cost 5 KiB of the runtime library and some speed.
+    V h[6][6];
 #pragma GCC unroll 1
     for (int r = 0; r < 6; ++r) {
       const int64_t iy = a.iy0 + r;
@@ -129,8 +137,8 @@ void winogradInputAvx512(const WinogradInputArgs &a) {
     float *vc = a.v + c * a.ldv + a.lane0;
 #pragma GCC unroll 6
     for (int j = 0; j < 6; ++j) {
-      const V col[6] = {h[0][j], h[1][j], h[2][j], h[3][j], h[4][j], h[5][j]};
-      V t[6];
+      V col[6], t[6];
+      column(h, j, col);
       inputTransform(col, t);
 #pragma GCC unroll 6
       for (int i = 0; i < 6; ++i) _mm512_mask_storeu_ps(vc + (i * 6 + j) * a.vXi, lanes, t[i]);
@@ -158,8 +166,8 @@ void winogradOutputAvx512(const WinogradOutputArgs &a) {
     V o[4][4]; // o[r][j]: output row r, column j of every tile
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const V col[6] = {g[0][j], g[1][j], g[2][j], g[3][j], g[4][j], g[5][j]};
-      V t[4];
+      V col[6], t[4];
+      column(g, j, col);
       outputTransform(col, t);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) o[r][j] = _mm512_add_ps(t[r], bias);

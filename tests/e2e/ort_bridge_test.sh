@@ -137,6 +137,12 @@ run "$WORK/addrelu.onnx" "--input=$WORK/a.npy" -i "$WORK/b.npy" -i "$WORK/i.npy"
   -o "$WORK/out1b" --threads 1 --no-optimize --quiet > "$WORK/out1b.txt" || fail "positional run failed"
 [ ! -s "$WORK/out1b.txt" ] || fail "--quiet printed: $(cat "$WORK/out1b.txt")"
 
+# --profile writes ORT's trace (bench/layer_compare.py reads its node times).
+run "$WORK/addrelu.onnx" -i "$WORK/a.npy" -i "$WORK/b.npy" -i "$WORK/i.npy" -i "$WORK/j.npy" \
+  -o "$WORK/out1c" --repeat 2 --quiet --profile "$WORK/trace" 2> "$WORK/out1c.err" || fail "--profile run failed"
+grep -q '"model_run"' "$WORK"/trace*.json || fail "--profile: no trace with model_run events"
+grep -q '_kernel_time' "$WORK"/trace*.json || fail "--profile: no node times in the trace"
+
 args=()
 for k in f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool; do args+=(--input "in_$k=$WORK/in_$k.npy"); done
 run "$WORK/identity.onnx" "${args[@]}" --output-dir "$WORK/out2" > "$WORK/out2.txt" || fail "identity run failed"
