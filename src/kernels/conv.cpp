@@ -246,7 +246,11 @@ ConvOrientation PackedConv::gemmOrientationFor(const ConvShape &s) const {
 // flops, direct -> Winograd): ResNet's 64 3x3 @56 (cost ratio 0.35) 192 ->
 // 386 / 685 (2T, vs 380 direct); 256 @14 (0.67) 176 -> 232 / 260 -> 382;
 // SqueezeNet's 64->256 @13 (0.78) 164 -> 162 / 230 -> 288; 512 @7 (2.6)
-// 178 -> 48.
+// 178 -> 48. In a whole network the weights come from memory, and a 14x14
+// map's single panel of 16 tiles streams all 9.4 MB of ResNet-50's 256
+// 3x3 for one pass; still, leaving those layers direct made ResNet-50 7%
+// slower on 2 threads (bench/ab_kiln.py) and no faster on one. Nor did a
+// larger share on several threads (0.85, SqueezeNet's 13x13) pay there.
 constexpr double kWinogradShare = 0.75;
 
 ConvOrientation PackedConv::orientationFor(const ConvShape &s) const {

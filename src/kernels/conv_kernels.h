@@ -97,12 +97,12 @@ void depthwiseChannelsAvx512(const DepthwiseBlockArgs &a); // 16 channels
 
 // Winograd F(4x4, 3x3) tile transforms (conv_winograd.cpp has the
 // algorithm), vectorized over a chunk of n <= 16 consecutive tiles of one
-// tile row: lane i is tile i, whose 6x6 input patch starts at input row iy0
-// and column ix0 + 4*i, and whose 4x4 output block at output row oy0 and
-// column ox0 + 4*i. Transform index xi = 6*i + j is entry (i, j) of the 6x6
+// tile row: lane l is tile l, whose 6x6 input patch starts at input row iy0
+// and column ix0 + 4*l, and whose 4x4 output block at output row oy0 and
+// column ox0 + 4*l. Transform index xi = 6*r + s is entry (r, s) of the 6x6
 // transformed tile.
 //
-// Input: v[xi*vXi + c*ldv + lane0 + i] = (B^T d B)[xi] of tile i's patch d
+// Input: v[xi*vXi + c*ldv + lane0 + l] = (B^T d B)[xi] of tile l's patch d
 // of channel c (plane c at x + c*H*W; 0 outside the H x W input), for every
 // channel c in [0, C). Lanes past n are not written.
 struct WinogradInputArgs {
@@ -114,7 +114,7 @@ struct WinogradInputArgs {
   int64_t vXi, ldv, lane0;
 };
 // Output: for channels k in [k0, k1), the 4x4 blocks A^T m A + bias[k] of
-// the tiles, m[xi] = m[xi*mXi + k*ldm + lane0 + i], into plane k of y
+// the tiles, m[xi] = m[xi*mXi + k*ldm + lane0 + l], into plane k of y
 // (outH x outW; rows and columns past the plane are not written).
 struct WinogradOutputArgs {
   const float *m;
