@@ -80,6 +80,15 @@ def pick_models(opts):
     return [(name, path, sets[0]) for name, path, sets in found]
 
 
+def pick_model(name):
+    """(name, path, input sets) of one corpus model, for the one-model tools
+    (profile_model.py, layer_compare.py)."""
+    sel = argparse.Namespace(corpus=str(DEFAULT_CORPUS), generated=str(DEFAULT_GENERATED),
+                             models=name, public=False)
+    [picked] = pick_models(sel)
+    return picked
+
+
 def write_inputs(inputs, outdir):
     args = []
     for i, (name, value) in enumerate(inputs.items()):

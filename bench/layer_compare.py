@@ -106,9 +106,7 @@ def main():
     ap.add_argument("--kiln", default=compare_ort.DEFAULT_KILN)
     ap.add_argument("--top", type=int, default=40, help="rows shown, slowest on kiln first (default 40)")
     opts = ap.parse_args()
-    sel = argparse.Namespace(corpus=str(compare_ort.DEFAULT_CORPUS), generated=str(compare_ort.DEFAULT_GENERATED),
-                             models=opts.model, public=False)
-    [(name, path, inputs)] = compare_ort.pick_models(sel)
+    name, path, inputs = compare_ort.pick_model(opts.model)
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = pathlib.Path(tmpdir)
         flags = compare_ort.write_inputs(inputs, tmp)

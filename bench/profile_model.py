@@ -23,9 +23,7 @@ def main():
     ap.add_argument("--kiln", default=compare_ort.DEFAULT_KILN)
     ap.add_argument("--top", type=int, default=25, help="slowest steps shown (default 25)")
     opts = ap.parse_args()
-    sel = argparse.Namespace(corpus=str(compare_ort.DEFAULT_CORPUS), generated=str(compare_ort.DEFAULT_GENERATED),
-                             models=opts.model, public=False)
-    [(name, path, inputs)] = compare_ort.pick_models(sel)
+    _, path, inputs = compare_ort.pick_model(opts.model)
     with tempfile.TemporaryDirectory() as tmp:
         flags = compare_ort.write_inputs(inputs, pathlib.Path(tmp))
         out = subprocess.run([opts.kiln, "bench", str(path), "--profile", "--threads", str(opts.threads),

@@ -130,9 +130,11 @@ public:
                          GemmIsa isa = GemmIsa::kAuto);
 
   // Bytes of scratch run() needs for this input size when at most `threads`
-  // threads run it (the pool's threads() count): per thread, one packed B
-  // block of <= ~256 KiB; 0 for depthwise. The executor plans it with the
-  // activations.
+  // threads run it (the pool's threads() count), for the orientation the
+  // run takes: channel rows, one packed B block of <= ~256 KiB per thread;
+  // pixel rows, the image's packed pixel rows and Y^T; Winograd, the
+  // transformed tiles of one panel per thread (36 x (C + K) x NR floats);
+  // 0 for depthwise. The executor plans it with the activations.
   size_t workspaceBytes(const ConvShape &s, int threads) const;
 
   // y[N][K][outH][outW] = epilogue(conv(x) + bias).

@@ -202,8 +202,8 @@ void PackedConv::runWinograd(const ConvShape &s, const float *x, float *y, const
     const float *xn = x + n * s.C * s.H * s.W;
     float *yn = y + n * s.K * P;
     forEachChunk(t0, t1, tilesW, [&](int64_t ty, int64_t tx, int count, int64_t lane) {
-      ck.winogradInput({xn, s.C, s.H, s.W, ty * 4 - s.padTop, tx * 4 - s.padLeft, count, v,
-                        layout.vXi, ki.nr, lane});
+      ck.winogradInput({xn, s.C, s.H, s.W, ty * detail::kTile - s.padTop,
+                        tx * detail::kTile - s.padLeft, count, v, layout.vXi, ki.nr, lane});
     });
     const detail::ImageEpilogue epi(ep, n, s.K);
     for (int64_t b0 = r0, b1; b0 < r1; b0 = b1) {
@@ -219,12 +219,12 @@ void PackedConv::runWinograd(const ConvShape &s, const float *x, float *y, const
       }
       const int64_t k0 = rows.start(b0), k1 = rows.start(b1);
       forEachChunk(t0, t1, tilesW, [&](int64_t ty, int64_t tx, int count, int64_t lane) {
-        const int64_t oy = ty * 4, ox = tx * 4;
+        const int64_t oy = ty * detail::kTile, ox = tx * detail::kTile;
         ck.winogradOutput({m, layout.mXi, ki.nr, lane, k0, k1,
                            bias_.empty() ? nullptr : bias_.data(), yn, outH, outW, oy, ox, count});
         if (epi.count == 0) return;
-        const int64_t width = std::min<int64_t>(4 * count, outW - ox);
-        for (int64_t r = oy; r < std::min(oy + 4, outH); ++r)
+        const int64_t width = std::min<int64_t>(detail::kTile * count, outW - ox);
+        for (int64_t r = oy; r < std::min<int64_t>(oy + detail::kTile, outH); ++r)
           k.epilogue(epi.ops, epi.count, yn + k0 * P + r * outW + ox, P, k0, r * outW + ox, k1 - k0,
                      width);
       });
