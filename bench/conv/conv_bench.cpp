@@ -94,6 +94,7 @@ std::vector<Layer> layers() {
       {"yolo 256->256 3x3 @20", conv(256, 20, 256, 3, 1), Act::kSilu},
       {"mbv3 16->64 1x1 @80", conv(16, 80, 64, 1, 1), Act::kHardSwish},
       {"mbv3 96->24 1x1 @40", conv(96, 40, 24, 1, 1), Act::kHardSwish},
+      {"mbv3 16->64 1x1 @112", conv(16, 112, 64, 1, 1), Act::kRelu},
       {"dw 16 3x3 s1 @80", conv(16, 80, 16, 3, 1, 16), Act::kHardSwish},
       {"dw 64 3x3 s2 @80", conv(64, 80, 64, 3, 2, 64), Act::kHardSwish},
       {"dw 72 5x5 s2 @80", conv(72, 80, 72, 5, 2, 72), Act::kHardSwish},

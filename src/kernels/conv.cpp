@@ -449,7 +449,10 @@ void PackedConv::runGemm(const ConvShape &s, const float *x, float *y, const Epi
       prob.M = Kg, prob.N = P, prob.K = b.depth;
       prob.a.packed = (*b.packs)[size_t(g)].data();
       prob.b.pack = ck.im2col, prob.b.ctx = &src;
-      if (b.offsets) prob.b.direct = im2colDirect, prob.b.offsets = b.offsets;
+      if (b.offsets) {
+        prob.b.direct = im2colDirect, prob.b.offsets = b.offsets;
+        if (src.R * src.S == 1) prob.b.directStride = src.H * src.W;
+      }
       prob.beta = 0.0f;
       prob.c = y + (n * s.K + g * Kg) * P, prob.ldc = P;
       prob.rowBias = bias_.empty() ? nullptr : bias_.data() + g * Kg;

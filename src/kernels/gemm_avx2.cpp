@@ -31,13 +31,13 @@ __attribute__((always_inline)) inline __m256 finish(__m256 acc, __m256 cv, float
 
 // kForm: the fused epilogue (an EpilogueForm), or kPlain for none.
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn: a
-// conv's input rows, no im2col copy), else from the packed panel at pb + k
-// * kNr.
+// conv's input rows, no im2col copy), else at pb + k * ldb (a packed panel:
+// ldb == kNr; FusedKernelFn says when not).
 
 template <int H, int kForm, bool kDirect = false>
 __attribute__((always_inline)) inline void
-tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta, int64_t cols,
-     const float *rowBias, const TileOps &epi, const int32_t *boff = nullptr) {
+tile(int64_t kc, const float *pa, const float *pb, int64_t ldb, float *c, int64_t ldc, float beta,
+     int64_t cols, const float *rowBias, const TileOps &epi, const int32_t *boff = nullptr) {
   __m256 acc[H][2];
 #pragma GCC unroll 6
   for (int i = 0; i < H; ++i)
@@ -50,8 +50,8 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
       b0 = _mm256_loadu_ps(bk);
       b1 = _mm256_loadu_ps(bk + 8);
     } else {
-      b0 = _mm256_load_ps(pb);
-      b1 = _mm256_load_ps(pb + 8);
+      b0 = _mm256_loadu_ps(pb);
+      b1 = _mm256_loadu_ps(pb + 8);
     }
 #pragma GCC unroll 6
     for (int i = 0; i < H; ++i) {
@@ -60,7 +60,7 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
       acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
     }
     pa += H;
-    if constexpr (!kDirect) pb += kNr;
+    if constexpr (!kDirect) pb += ldb;
   }
   const __m256 vbeta = _mm256_set1_ps(beta);
   const bool full = cols == kNr;
@@ -106,20 +106,20 @@ tile(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float 
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
             int64_t cols, const float *rowBias) {
-  tile<H, kPlain>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{});
+  tile<H, kPlain>(kc, pa, pb, kNr, c, ldc, beta, cols, rowBias, TileOps{});
 }
 
 template <int H>
 void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c, int64_t ldc,
             float beta, const float *rowBias) {
-  tile<H, kPlain, true>(kc, pa, b, c, ldc, beta, kNr, rowBias, TileOps{}, boff);
+  tile<H, kPlain, true>(kc, pa, b, 0, c, ldc, beta, kNr, rowBias, TileOps{}, boff);
 }
 
 template <int H, EpilogueForm F>
-void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-           int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount, int64_t row0,
-           int64_t col0) {
-  tile<H, int(F)>(kc, pa, pb, c, ldc, beta, cols, rowBias, TileOps{ops, opCount, row0, col0});
+void fused(int64_t kc, const float *pa, const float *pb, int64_t ldb, float *c, int64_t ldc,
+           float beta, int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount,
+           int64_t row0, int64_t col0) {
+  tile<H, int(F)>(kc, pa, pb, ldb, c, ldc, beta, cols, rowBias, TileOps{ops, opCount, row0, col0});
 }
 
 // fused<h, F> for h = 1..kMr into table[F].

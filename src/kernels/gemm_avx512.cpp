@@ -32,12 +32,12 @@ using simd::TileOps;
 
 // kForm: the fused epilogue (an EpilogueForm), or kPlain for none.
 // kDirect: B row k is read in place at pb + boff[k] (DirectKernelFn), else
-// from the packed panel at pb + k * kNr.
+// at pb + k * ldb (a packed panel: ldb == kNr; FusedKernelFn says when not).
 
 template <int H, int kForm, bool kDirect>
 __attribute__((always_inline)) inline void
-tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c, int64_t ldc,
-     float beta, int64_t cols, const float *rowBias, const TileOps &epi) {
+tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, int64_t ldb, float *c,
+     int64_t ldc, float beta, int64_t cols, const float *rowBias, const TileOps &epi) {
   __m512 acc[H][2];
 #pragma GCC unroll 14
   for (int i = 0; i < H; ++i) {
@@ -55,9 +55,9 @@ tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c
       b0 = _mm512_loadu_ps(bk);
       b1 = _mm512_loadu_ps(bk + 16);
     } else {
-      b0 = _mm512_load_ps(pb);
-      b1 = _mm512_load_ps(pb + 16);
-      _mm_prefetch(reinterpret_cast<const char *>(pb + 8 * kNr), _MM_HINT_T0);
+      b0 = _mm512_loadu_ps(pb);
+      b1 = _mm512_loadu_ps(pb + 16);
+      _mm_prefetch(reinterpret_cast<const char *>(pb + 8 * ldb), _MM_HINT_T0);
     }
 #pragma GCC unroll 14
     for (int i = 0; i < H; ++i) {
@@ -66,7 +66,7 @@ tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c
       acc[i][1] = _mm512_fmadd_ps(a, b1, acc[i][1]);
     }
     pa += H;
-    if constexpr (!kDirect) pb += kNr;
+    if constexpr (!kDirect) pb += ldb;
   }
   const __m512 vbeta = _mm512_set1_ps(beta);
   const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
@@ -107,20 +107,20 @@ tile(int64_t kc, const float *pa, const float *pb, const int32_t *boff, float *c
 template <int H>
 void kernel(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
             int64_t cols, const float *rowBias) {
-  tile<H, kPlain, false>(kc, pa, pb, nullptr, c, ldc, beta, cols, rowBias, TileOps{});
+  tile<H, kPlain, false>(kc, pa, pb, nullptr, kNr, c, ldc, beta, cols, rowBias, TileOps{});
 }
 
 template <int H>
 void direct(int64_t kc, const float *pa, const float *b, const int32_t *boff, float *c, int64_t ldc,
             float beta, const float *rowBias) {
-  tile<H, kPlain, true>(kc, pa, b, boff, c, ldc, beta, kNr, rowBias, TileOps{});
+  tile<H, kPlain, true>(kc, pa, b, boff, 0, c, ldc, beta, kNr, rowBias, TileOps{});
 }
 
 template <int H, EpilogueForm F>
-void fused(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc, float beta,
-           int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount, int64_t row0,
-           int64_t col0) {
-  tile<H, int(F), false>(kc, pa, pb, nullptr, c, ldc, beta, cols, rowBias,
+void fused(int64_t kc, const float *pa, const float *pb, int64_t ldb, float *c, int64_t ldc,
+           float beta, int64_t cols, const float *rowBias, const EpilogueOp *ops, int opCount,
+           int64_t row0, int64_t col0) {
+  tile<H, int(F), false>(kc, pa, pb, nullptr, ldb, c, ldc, beta, cols, rowBias,
                          TileOps{ops, opCount, row0, col0});
 }
 

@@ -193,11 +193,14 @@ void gemmBlock(const GemmProblem &p, const GemmKernels &k, const RowPanels &pane
             float *c = p.c + row * p.ldc + col;
             const float *bias = pc == 0 && p.rowBias ? p.rowBias + row : nullptr;
             const float *pai = pa + (row - rowBase) * kc;
-            const bool fused = epilogue && !direct && fusedKernels[h];
-            if (direct)
+            const bool fused = epilogue && fusedKernels[h] && (!direct || p.b.directStride);
+            if (fused && direct)
+              fusedKernels[h](kc, pai, direct + p.b.offsets[pc], p.b.directStride, c, p.ldc, beta,
+                              cols, bias, p.ops, p.opCount, p.epiRow0 + row, p.epiCol0 + col);
+            else if (direct)
               ki.direct[h](kc, pai, direct, p.b.offsets + pc, c, p.ldc, beta, bias);
             else if (fused)
-              fusedKernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias, p.ops, p.opCount,
+              fusedKernels[h](kc, pai, pbq, nr, c, p.ldc, beta, cols, bias, p.ops, p.opCount,
                               p.epiRow0 + row, p.epiCol0 + col);
             else
               ki.kernels[h](kc, pai, pbq, c, p.ldc, beta, cols, bias);

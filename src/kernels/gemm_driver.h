@@ -108,6 +108,9 @@ struct BSource {
   const void *ctx = nullptr;
   DirectBFn direct = nullptr;
   const int32_t *offsets = nullptr; // K values, for direct
+  // Non-zero when offsets[k] == k * directStride (a 1x1 conv: one channel
+  // plane per row): the fused-epilogue kernels can then read B in place.
+  int64_t directStride = 0;
 };
 
 // A plain row-major B (ctx of packMatrixB).

@@ -38,9 +38,13 @@ using DirectKernelFn = void (*)(int64_t kc, const float *pa, const float *b, con
 // each finished value on its way to c, as element (row0 + i, col0 + j) of
 // the epilogue's output: the tile's last K slice with its epilogue in one
 // pass, without storing it, reloading it and calling the epilogue per tile
-// (which cost small-depth convs 25-55% on AVX2). Optional per ISA.
-using FusedKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, float *c, int64_t ldc,
-                               float beta, int64_t cols, const float *rowBias,
+// (which cost small-depth convs 25-55% on AVX2). Row k of B is the NR
+// floats at pb + k * ldb: ldb == NR for a packed micro-panel, or a full
+// tile read in place from rows ldb apart (a 1x1 conv's input planes; there
+// the separate epilogue pass, whose loads wait on the kernel's masked
+// stores, took longer than the 16-deep GEMM itself). Optional per ISA.
+using FusedKernelFn = void (*)(int64_t kc, const float *pa, const float *pb, int64_t ldb, float *c,
+                               int64_t ldc, float beta, int64_t cols, const float *rowBias,
                                const EpilogueOp *ops, int opCount, int64_t row0, int64_t col0);
 
 // The epilogues a fused kernel has compiled in, applied to the

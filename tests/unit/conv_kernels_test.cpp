@@ -306,11 +306,14 @@ TEST_P(ConvKernelTest, MatchesFloat64Reference) {
 TEST_P(ConvKernelTest, EveryEpilogueKindOnEveryAlgorithm) {
   auto [isa, threads] = GetParam();
   runtime::ThreadPool pool(threads);
-  // The last two depthwise convs take the channel-vector kernels (8 + 4,
-  // and 16 + 8 channels).
+  // The 1x1 convs read B in place with the epilogue fused (full tiles of
+  // few output channels; the second over two K slices: the fused kernel
+  // runs on the last one only). The last two depthwise convs take the
+  // channel-vector kernels (8 + 4, and 16 + 8 channels).
   for (const ConvShape &s :
        {shape(2, 12, 9, 10, 20, 3, 3, 1, 1), shape(1, 16, 11, 12, 16, 1, 1),
-        shape(2, 12, 9, 10, 12, 3, 3, 2, 1, 12), shape(2, 24, 7, 7, 24, 5, 5, 1, 2, 24)})
+        shape(1, 600, 4, 17, 20, 1, 1), shape(2, 12, 9, 10, 12, 3, 3, 2, 1, 12),
+        shape(2, 24, 7, 7, 24, 5, 5, 1, 2, 24)})
     for (int variant = 0; variant < 14; ++variant) {
       check(s, true, variant, isa, pool, true);
       if (HasFatalFailure()) return;
