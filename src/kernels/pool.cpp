@@ -71,8 +71,11 @@ void horizontal(const float *buf, float *y, int64_t outW, int64_t kernel, int64_
   }
 }
 
-template <Reduce R> void reduceIntoPortable(float *v, const float *row, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) v[i] = combine<R>(v[i], row[i]);
+template <Reduce R>
+void reduceRowsPortable(float *v, const float *x, int64_t stride, int64_t rows, int64_t n) {
+  std::copy(x, x + n, v);
+  for (int64_t r = 1; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) v[i] = combine<R>(v[i], x[r * stride + i]);
 }
 
 template <Reduce R, int SW>
@@ -89,8 +92,8 @@ detail::PoolRowKernels rowKernelsFor(GemmIsa isa) {
     return detail::poolRowsAvx2();
 #endif
   default:
-    return {reduceIntoPortable<Reduce::kMax>,
-            reduceIntoPortable<Reduce::kSum>,
+    return {reduceRowsPortable<Reduce::kMax>,
+            reduceRowsPortable<Reduce::kSum>,
             {windowsPortable<Reduce::kMax, 1>, windowsPortable<Reduce::kMax, 2>},
             {windowsPortable<Reduce::kSum, 1>, windowsPortable<Reduce::kSum, 2>}};
   }
@@ -112,14 +115,11 @@ void poolRows(const Plan &p, const detail::PoolRowKernels &k, bool countIncludeP
     int64_t rBegin, rEnd;
     p.h.taps(oh, rBegin, rEnd);
     const int64_t ih0 = oh * s.strideH - s.padTop;
-    if (rBegin == rEnd) {
+    if (rBegin == rEnd)
       std::fill(v, v + s.W, identity<R>());
-    } else {
-      const float *first = x + (ih0 + rBegin * s.dilationH) * s.W;
-      std::copy(first, first + s.W, v);
-      for (int64_t r = rBegin + 1; r < rEnd; ++r)
-        (R == Reduce::kMax ? k.maxInto : k.sumInto)(v, x + (ih0 + r * s.dilationH) * s.W, s.W);
-    }
+    else
+      (R == Reduce::kMax ? k.maxRows : k.sumRows)(v, x + (ih0 + rBegin * s.dilationH) * s.W,
+                                                  s.dilationH * s.W, rEnd - rBegin, s.W);
     float *yrow = y + oh * s.outW;
     if (s.strideW == 1 || s.strideW == 2)
       (R == Reduce::kMax ? k.maxWindows : k.sumWindows)[s.strideW - 1](rowBuf.data(), yrow, s.outW,

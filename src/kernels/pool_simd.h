@@ -24,10 +24,20 @@ template <class V, bool kMax> inline typename V::T combine(typename V::T acc, ty
     return V::add(acc, x);
 }
 
-template <class V, bool kMax> void reduceInto(float *v, const float *row, int64_t n) {
-  for (int64_t i = 0; i < n; i += V::kLanes) {
-    const int lanes = int(std::min<int64_t>(V::kLanes, n - i));
-    V::store(v + i, combine<V, kMax>(V::load(v + i, lanes), V::load(row + i, lanes)), lanes);
+template <class V, bool kMax>
+void reduceRows(float *v, const float *x, int64_t stride, int64_t rows, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) {
+    typename V::T acc = V::loadFull(x + i);
+    for (int64_t r = 1; r < rows; ++r) acc = combine<V, kMax>(acc, V::loadFull(x + r * stride + i));
+    V::storeFull(v + i, acc);
+  }
+  if (i < n) {
+    const int lanes = int(n - i);
+    typename V::T acc = V::load(x + i, lanes);
+    for (int64_t r = 1; r < rows; ++r)
+      acc = combine<V, kMax>(acc, V::load(x + r * stride + i, lanes));
+    V::store(v + i, acc, lanes);
   }
 }
 
@@ -52,8 +62,8 @@ void windows(const float *buf, float *y, int64_t outW, int64_t kernel, int64_t d
 }
 
 template <class V> PoolRowKernels poolRowKernels() {
-  return {reduceInto<V, true>,
-          reduceInto<V, false>,
+  return {reduceRows<V, true>,
+          reduceRows<V, false>,
           {windows<V, true, 1>, windows<V, true, 2>},
           {windows<V, false, 1>, windows<V, false, 2>}};
 }

@@ -23,6 +23,7 @@ struct Avx2 {
     return lanes >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, laneMask(lanes));
   }
   static T loadFull(const float *p) { return _mm256_loadu_ps(p); }
+  static void storeFull(float *p, T v) { _mm256_storeu_ps(p, v); }
   static void store(float *p, T v, int lanes) {
     if (lanes >= 8)
       _mm256_storeu_ps(p, v);

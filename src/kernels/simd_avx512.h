@@ -20,6 +20,9 @@ struct Avx512 {
   // A whole vector: a plain load, which an FMA can take as its memory
   // operand (GCC keeps load(p, 16)'s all-ones mask, an extra instruction).
   static T loadFull(const float *p) { return _mm512_loadu_ps(p); }
+  // A whole vector: a plain store, which a later load of the same bytes can
+  // take straight from the store buffer (a masked store's cannot).
+  static void storeFull(float *p, T v) { _mm512_storeu_ps(p, v); }
   static void store(float *p, T v, int lanes) { _mm512_mask_storeu_ps(p, laneMask(lanes), v); }
   static T set1(float x) { return _mm512_set1_ps(x); }
   static T add(T a, T b) { return _mm512_add_ps(a, b); }
