@@ -41,8 +41,7 @@ thread_local Scratch<float> tPackB;
 void packAPanel(const GemmKernelInfo &ki, const float *a, int64_t lda, bool trans, float alpha,
                 int64_t r0, int h, int64_t p0, int64_t kc, float *dst) {
   if (!trans) {
-    // The ISA's packer gathers with 32-bit row offsets.
-    if (ki.packA && lda * h < (int64_t(1) << 31)) {
+    if (ki.packA) {
       ki.packA(a + r0 * lda + p0, lda, kc, h, alpha, dst);
       return;
     }

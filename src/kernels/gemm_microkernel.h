@@ -65,7 +65,7 @@ using Row1KernelFn = void (*)(int64_t kc, const float *pa, const float *pb, floa
 
 // Packs h <= mr rows of a row-major (not transposed) A into one micro-panel:
 // dst[k*h + i] = alpha * a[i*lda + k] for i < h, k < kc. Optional: the
-// driver's scalar packing is used when null or when 32-bit offsets overflow.
+// driver's scalar packing is used when null.
 using PackAFn = void (*)(const float *a, int64_t lda, int64_t kc, int h, float alpha, float *dst);
 
 struct GemmKernelInfo {
