@@ -16,8 +16,8 @@ struct PoolRowKernels {
   // 1), r in order: the larger, or a NaN of either (max lets a NaN win, like
   // the reference interpreter and numpy). One pass, the rows' vectors
   // combined in registers: copying the first row into v and folding each
-  // further row into it took 1.7x as long on SqueezeNet's 3x3 pools, whose
-  // every pass reloaded what the previous one had just stored.
+  // further row into it, every pass reloading what the last had just
+  // stored, made SqueezeNet's first 3x3 pool 0.158 ms instead of 0.135.
   using RowsFn = void (*)(float *v, const float *x, int64_t stride, int64_t rows, int64_t n);
   RowsFn maxRows;
   // v[i] = the sum over r < rows of x[r * stride + i], added in order.
