@@ -337,11 +337,15 @@ TEST_P(ConvKernelTest, EveryOrientationMatchesTheReference) {
       if (HasFatalFailure()) return;
       ++variant;
     }
-  for (int v = 0; v < 14; ++v) {
-    check(shape(2, 12, 5, 6, 40, 3, 3, 1, 1), true, v, isa, pool, v % 2 == 0,
-          ConvOrientation::kPixelRows);
-    if (HasFatalFailure()) return;
-  }
+  // Pixel rows with few output channels (threads split the pixel panels):
+  // a 1x1 over several K slices, a grouped 3x3; and a 1x1 on a map of fewer
+  // than 16 pixels (its rows are copied one run at a time).
+  for (const ConvShape &s : {shape(2, 12, 5, 6, 40, 3, 3, 1, 1), shape(2, 600, 13, 13, 20, 1, 1),
+                             shape(1, 24, 12, 12, 30, 3, 3, 1, 1, 2), shape(1, 40, 3, 3, 8, 1, 1)})
+    for (int v = 0; v < 14; ++v) {
+      check(s, true, v, isa, pool, v % 2 == 0, ConvOrientation::kPixelRows);
+      if (HasFatalFailure()) return;
+    }
 }
 
 // Winograd's tiling: batches, partial tiles at the edges, a tile row wider
