@@ -67,17 +67,17 @@ void transposeRows(const float *yt, int64_t ldt, int64_t c0, int64_t c1, int64_t
   }
 }
 
-// dst[k * h + i] = x[k * P + i] for k < kc, i < h <= 16. Whole 16-float
-// copies overrun a row into the start of the next one, which the next copy
-// overwrites; they stop where a copy would pass dst's end, or read past X
-// (the last row, or rows shorter than 16 floats apart).
-void copyChannelRuns(const float *x, int64_t P, int h, int64_t kc, float *dst) {
+// dst[k * h + i] = src[k * stride + i] for k < kc, i < h <= 16: the A
+// panel's rows, from an im2col stage (stride NR) or, for a 1x1 conv, from
+// X's channel rows (stride P). Whole 16-float copies overrun a row into the
+// start of the next one, which the next copy overwrites; they stop where a
+// copy would pass dst's end or read past src's last row.
+void copyRuns(const float *src, int64_t stride, int h, int64_t kc, float *dst) {
   static_assert(detail::kMaxMr <= 16);
   int64_t k = 0;
-  if (P >= 16)
-    for (; k + 1 < kc && k * h + 16 <= kc * h; ++k)
-      std::memcpy(dst + k * h, x + k * P, 16 * sizeof(float));
-  for (; k < kc; ++k) std::memcpy(dst + k * h, x + k * P, sizeof(float) * size_t(h));
+  for (; k * h + 16 <= kc * h && k * stride + 16 <= (kc - 1) * stride + h; ++k)
+    std::memcpy(dst + k * h, src + k * stride, 16 * sizeof(float));
+  for (; k < kc; ++k) std::memcpy(dst + k * h, src + k * stride, sizeof(float) * size_t(h));
 }
 
 } // namespace
@@ -133,19 +133,12 @@ void PackedConv::runPixelRows(const ConvShape &s, const float *x, float *y, cons
       return;
     }
     if (oneByOne) { // panel row k is pixels [row0, row0 + h) of channel pc + k
-      copyChannelRuns(src.x + pc * P + row0, P, h, kc, dst);
+      copyRuns(src.x + pc * P + row0, P, h, kc, dst);
       return;
     }
     float *stage = stages + slot * layout.stage;
     im2col(&src, pc, kc, row0, h, ki.nr, stage);
-    // Row kk's h floats. Copying 16 (h <= mr <= 16) overwrites only the
-    // start of the rows after kk, copied next, until the copy would pass the
-    // panel's end; the last rows copy h.
-    static_assert(detail::kMaxMr <= 16);
-    int64_t kk = 0;
-    for (; kk * h + 16 <= kc * h; ++kk)
-      std::memcpy(dst + kk * h, stage + kk * ki.nr, 16 * sizeof(float));
-    for (; kk < kc; ++kk) std::memcpy(dst + kk * h, stage + kk * ki.nr, sizeof(float) * size_t(h));
+    copyRuns(stage, ki.nr, h, kc, dst); // row k's first h floats
   };
 
   // Several threads split the pixel panels when the weights (depth x Kg)
