@@ -42,6 +42,7 @@ PACKAGES=(
   python3-onnx python3-numpy python3-pytest pybind11-dev
   python3-torch python3-torchvision python3-torchaudio
   libgtest-dev libgmock-dev libbenchmark-dev
+  glslang-dev glslang-tools spirv-tools libvulkan-dev mesa-vulkan-drivers
   nodejs npm ca-certificates
   chromium
 )

@@ -732,7 +732,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
     for (const kir::Kernel &k : builder.kernels) text += printKernel(k) + "\n";
     KILN_RETURN_IF_ERROR(writeFile(options.dumpDir + "/kernels.kir", text));
   }
-  if (!builder.kernels.empty()) {
+  if (!builder.kernels.empty() && options.cpuCode) {
     codegen::CompileOptions co;
     co.optLevel = std::max(2, std::min(3, options.optLevel));
     if (!options.dumpDir.empty()) co.dumpLlvmIrPath = options.dumpDir + "/kernels.ll";
@@ -740,6 +740,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
     KILN_ASSIGN_OR_RETURN(cm->object_, codegen::compileKernels(builder.kernels, target, co));
   }
   cm->stats_.codegenMs = msSince(t0);
+  cm->kernels_ = std::move(builder.kernels);
   numberPrograms(*cm->main_);
   return cm;
 }

@@ -43,6 +43,10 @@ struct CompileOptions {
   // their op's dispatch, the general variant, so tests can check it on
   // every form.
   bool specializedSteps = true;
+  // false: stop at the Kernel IR (kernels() holds it) and generate no CPU
+  // object code, for the code generators of other targets (the Vulkan
+  // target's SPIR-V, codegen/vulkan) and their tests.
+  bool cpuCode = true;
 };
 
 struct CompileStats {
@@ -83,6 +87,8 @@ public:
   // The generated kernels as one relocatable object (empty when the program
   // has none), for packaging into an artifact.
   const codegen::ObjectCode &objectCode() const { return object_; }
+  // The generated kernels' Kernel IR, in the object's order.
+  const std::vector<kir::Kernel> &kernels() const { return kernels_; }
 
 private:
   CompiledModel() = default;
@@ -90,6 +96,7 @@ private:
   CompileStats stats_;
   std::unique_ptr<Program> main_;
   codegen::ObjectCode object_;
+  std::vector<kir::Kernel> kernels_;
 };
 
 } // namespace kiln::cpu

@@ -1,0 +1,40 @@
+// Kernel IR -> a GLSL 4.50 compute shader (the Vulkan target's code
+// generator; glslang turns the text into SPIR-V, codegen/vulkan/spirv.h).
+//
+// The shader keeps the Kernel IR's semantics exactly where GLSL leaves them
+// open, by spelling them out instead of using the built-in: NaN-propagating
+// Max/Min, never-trapping integer Div/Mod (x / 0 = 0, MIN / -1 = MIN),
+// C's remainder for signed Mod (GLSL's % is undefined for negatives),
+// shifts past the width, saturating float -> int casts, Pow of a negative
+// base with an integral exponent, 16-bit floats rounded to nearest even
+// after each op (bit-exact with support/half.h, not packHalf2x16's
+// unspecified rounding), and erf (which GLSL lacks) with the CPU target's
+// polynomial. f64 is computed in double where GLSL has the operation and
+// refused where it has not (its transcendental functions exist for float
+// only): an error naming the op, never a silent f32 result.
+//
+// Binding ABI (the device's dispatch follows it, runtime/vulkan):
+//   set 0, binding b < buffers: the kernel's buffer b, an array of its
+//     element type (f16/bf16 as their 16-bit patterns, bool as a byte);
+//   set 0, binding `buffers`: int64 params[P + 2] -- the kernel's size
+//     params, then `begin` and `end` of the parallel loop's range;
+//   workgroup size: specialization constant 0 (local_size_x_id = 0).
+// Invocation g (gl_GlobalInvocationID flattened over x and y) runs
+// iteration begin + g of the top-level Parallel loop, if it is below end;
+// a kernel without one runs whole in each invocation (dispatch one).
+#pragma once
+
+#include "kernel/kernel_ir.h"
+#include "support/status.h"
+
+#include <string>
+
+namespace kiln::codegen {
+
+// The workgroup size the shader declares by default (specialization
+// constant 0 overrides it).
+inline constexpr int kDefaultWorkgroupSize = 64;
+
+Expected<std::string> emitGlsl(const kir::Kernel &kernel);
+
+} // namespace kiln::codegen

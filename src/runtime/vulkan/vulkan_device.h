@@ -1,0 +1,127 @@
+// A Vulkan device for kiln's compute kernels: instance and physical-device
+// selection, buffers, compute pipelines from SPIR-V, and dispatches with
+// the binding ABI of codegen/vulkan/emit_glsl.h. libvulkan is loaded at run
+// time (vulkan_api.h); on a machine without it, open() fails with a clear
+// error and nothing else is affected.
+//
+// This is the first slice of the Vulkan device of DESIGN.md ("Devices"):
+// buffers live in host-visible, coherent memory (device-local too where the
+// device has such memory: lavapipe's is all of it) and each dispatch is
+// recorded, submitted and waited for on its own. Staging buffers, one
+// command buffer recorded per session and timeline semaphores come with
+// the device-neutral program that drives it.
+//
+// Device selection (open's selector, else the environment variable
+// KILN_VULKAN_DEVICE): a device index ("0"), or a substring of the device's
+// name ("llvmpipe", "NVIDIA"); empty: the first discrete GPU, else the first
+// integrated one, else the first device of any kind.
+#pragma once
+
+#include "runtime/vulkan/vulkan_api.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::vulkan {
+
+struct DeviceInfo {
+  std::string name;
+  uint32_t vendorId = 0;
+  uint32_t apiVersion = 0;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  // The features kernels may need; the device enables those it has, and a
+  // kernel needing one it lacks fails at pipeline creation.
+  bool int64 = false, float64 = false, int16 = false, int8 = false, float16 = false;
+  bool storage8 = false, storage16 = false;
+};
+
+class Device;
+
+// Device memory the host can map: data() is valid for the buffer's life.
+class Buffer {
+public:
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  size_t size() const { return size_; }
+  void *data() { return mapped_; }
+  const void *data() const { return mapped_; }
+
+private:
+  friend class Device;
+  Buffer() = default;
+  const Device *device_ = nullptr;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  void *mapped_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A compute pipeline of one kernel: `buffers` storage buffers at bindings
+// 0..buffers-1, the params buffer after them.
+class Kernel {
+public:
+  ~Kernel();
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+  int buffers() const { return buffers_; }
+
+private:
+  friend class Device;
+  Kernel() = default;
+  const Device *device_ = nullptr;
+  int buffers_ = 0;
+  int workgroupSize_ = 0;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+// Buffers and kernels must not outlive the device that made them.
+class Device {
+public:
+  static Expected<std::unique_ptr<Device>> open(const std::string &selector = "");
+  // Every device the loader reports (an error when there is no loader).
+  static Expected<std::vector<DeviceInfo>> list();
+  ~Device();
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  const DeviceInfo &info() const { return info_; }
+
+  // A zero-size request gets a small buffer (Vulkan has no empty ones).
+  Expected<std::unique_ptr<Buffer>> allocate(size_t bytes);
+  Expected<std::unique_ptr<Kernel>> createKernel(const std::vector<uint32_t> &spirv, int buffers,
+                                                 int workgroupSize = 64);
+  // Runs `kernel` on `invocations` invocations (emit_glsl.h: invocation g
+  // runs iteration begin + g of the kernel's parallel loop; a kernel
+  // without one needs a single invocation) and waits for it.
+  Status dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffers,
+                  const std::vector<int64_t> &params, int64_t begin, int64_t end,
+                  int64_t invocations);
+
+private:
+  friend class Buffer;
+  friend class Kernel;
+  Device() = default;
+  Status check(VkResult r, const char *what) const;
+
+  Api api_;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queueFamily_ = 0;
+  uint32_t memoryType_ = 0;
+  uint32_t maxGroupsX_ = 65535;
+  VkCommandPool commandPool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  DeviceInfo info_;
+  std::unique_ptr<Buffer> params_; // grown as kernels need
+};
+
+} // namespace kiln::vulkan
