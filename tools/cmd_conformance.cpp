@@ -38,7 +38,8 @@ interpreter and compares the outputs (floats: rtol 1e-3, atol 1e-5; integers,
 bools and strings exactly). Ends with the line "N passed, M failed, K skipped".
 
 options:
-  --expected FILE   known failures and skips, one per line:
+  --expected FILE   known failures and skips, one per line (repeatable: the
+                    lists merge):
                       <suite>/<case> fail|skip <reason>
                     skip: the case is not run; fail: it must still fail.
                     Exit status is non-zero if an unlisted case fails or a
@@ -47,7 +48,9 @@ options:
   --json            print one JSON object per case instead of text lines
   --timeout SECONDS per-case limit (default 120)
   --target T        what to run the cases on: cpu (default; compiled once
-                    per case, one thread) or interp
+                    per case, one thread), interp, or vulkan (the generated
+                    kernels as SPIR-V on a Vulkan device; KILN_VULKAN_DEVICE
+                    picks one)
   --via-artifact    with --target cpu: compile each case to a .kiln file, load
                     it with the runtime library and run it there
   -v, --verbose     print passing cases too
@@ -211,11 +214,12 @@ int conformanceCommand(const std::vector<std::string> &rawArgs) {
   if (!target.ok()) return fail("conformance", target.error());
   int timeout = 120;
   if (auto t = args->value("timeout")) timeout = std::max(1, std::atoi(t->c_str()));
+  // Several lists merge (a target's own misses on top of the interpreter's).
   std::map<std::string, Expectation> expectations;
-  if (auto path = args->value("expected")) {
-    auto e = readExpectations(*path);
+  for (const std::string &path : args->values("expected")) {
+    auto e = readExpectations(path);
     if (!e.ok()) return fail("conformance", e.error());
-    expectations = std::move(*e);
+    expectations.insert(e->begin(), e->end());
   }
   std::string filter = args->value("filter").value_or("");
   bool json = args->flag("json"), verbose = args->flag("verbose");

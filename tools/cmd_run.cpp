@@ -27,7 +27,8 @@ options:
   --output-dir DIR        also write each output to DIR/<name>.npy (bytes
                           outside [A-Za-z0-9._-] in names become '_'; a
                           repeated file name gets "__2", "__3"...)
-  --dump-dir DIR          cpu target: write the Kernel IR and LLVM IR there
+  --dump-dir DIR          cpu target: write the Kernel IR and LLVM IR there;
+                          vulkan: the Kernel IR and each kernel's GLSL
 )";
 
 Status writeOutput(const std::string &dir, const std::string &name, const std::string &file,

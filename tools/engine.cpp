@@ -2,6 +2,7 @@
 
 #include "artifact_engine.h"
 
+#include "backend/vulkan/vulkan_model.h"
 #include "interp/interpreter.h"
 #include "package/package.h"
 
@@ -11,8 +12,11 @@
 namespace kiln::cli {
 
 const char *kTargetHelp =
-    R"(  --target cpu|interp     cpu: compile to native code (default); interp: the
-                          reference interpreter
+    R"(  --target cpu|interp|vulkan
+                          cpu: compile to native code (default); interp: the
+                          reference interpreter; vulkan: the generated kernels
+                          as SPIR-V on a Vulkan device (KILN_VULKAN_DEVICE
+                          picks one: an index or part of its name)
   --cpu NAME              cpu target: native (default), x86-64-v4, x86-64-v3
   --opt N                 graph optimization level 0..3 (default 3)
   --threads N             threads for the cpu target (default: physical cores)
@@ -43,13 +47,26 @@ Expected<int> parseInt(const std::optional<std::string> &text, const char *flag,
   return static_cast<int>(v);
 }
 
+class VulkanEngine : public Engine {
+public:
+  explicit VulkanEngine(std::unique_ptr<vulkan::VulkanModel> m) : model_(std::move(m)) {}
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs) override {
+    return model_->run(std::move(inputs));
+  }
+  const Graph &graph() const override { return model_->graph(); }
+  std::string summary() const override { return model_->summary(); }
+
+private:
+  std::unique_ptr<vulkan::VulkanModel> model_;
+};
+
 } // namespace
 
 Expected<TargetOptions> targetOptionsFrom(const Args &args, int defaultThreads) {
   TargetOptions o;
   o.target = args.value("target").value_or("cpu");
-  if (o.target != "cpu" && o.target != "interp")
-    return makeError("unknown target '", o.target, "' (available: cpu, interp)");
+  if (o.target != "cpu" && o.target != "interp" && o.target != "vulkan")
+    return makeError("unknown target '", o.target, "' (available: cpu, interp, vulkan)");
   o.cpu = args.value("cpu").value_or("native");
   KILN_ASSIGN_OR_RETURN(o.optLevel, parseInt(args.value("opt"), "opt", 3, 0, 3));
   KILN_ASSIGN_OR_RETURN(o.threads,
@@ -79,6 +96,11 @@ std::string summaryOf(const cpu::CompileStats &s) {
 Expected<std::unique_ptr<Engine>> makeEngine(Model model, const TargetOptions &options) {
   if (options.target == "interp")
     return std::unique_ptr<Engine>(new InterpEngine(std::move(model)));
+  if (options.target == "vulkan") {
+    KILN_ASSIGN_OR_RETURN(auto m, vulkan::VulkanModel::compile(std::move(model), "",
+                                                               options.optLevel, options.dumpDir));
+    return std::unique_ptr<Engine>(new VulkanEngine(std::move(m)));
+  }
   // The cpu target runs what `kiln compile` would store: the model is
   // packaged into an artifact in memory and run by the runtime library.
   package::PackageOptions po;

@@ -47,23 +47,6 @@ Status pinDims(Graph &g, const std::vector<std::pair<std::string, int64_t>> &dim
   return inferGraph(g);
 }
 
-artifact::TensorInfo infoOf(const Value &v) {
-  artifact::TensorInfo t;
-  t.name = v.name();
-  const Type *type = &v.type();
-  for (; !type->isTensor(); type = &type->element())
-    t.containers.push_back(type->kind() == Type::Kind::Sequence
-                               ? artifact::ContainerKind::Sequence
-                               : artifact::ContainerKind::Optional);
-  t.dtype = type->dtype();
-  t.rankKnown = type->shape().rankKnown;
-  for (const Dim &d : type->shape().dims) {
-    t.dims.push_back(d.isStatic() ? d.value() : -1);
-    t.dimNames.push_back(d.isSymbol() ? d.symbolName() : "");
-  }
-  return t;
-}
-
 // The ISA features of an LLVM feature string that the runtime can check.
 std::vector<std::string> neededFeatures(const std::string &llvmFeatures) {
   std::vector<std::string> out;
@@ -151,8 +134,8 @@ Expected<std::string> packageCompiled(const cpu::CompiledModel &compiled,
   m.modelName = options.modelName;
   m.producer = model.producer;
   m.cpu = options.cpu;
-  for (const Value *v : model.graph->inputs()) m.inputs.push_back(infoOf(*v));
-  for (const Value *v : model.graph->outputs()) m.outputs.push_back(infoOf(*v));
+  for (const Value *v : model.graph->inputs()) m.inputs.push_back(tensorInfoOf(*v));
+  for (const Value *v : model.graph->outputs()) m.outputs.push_back(tensorInfoOf(*v));
 
   KILN_ASSIGN_OR_RETURN(codegen::CpuTarget target, codegen::cpuTargetFromName(options.cpu));
   m.llvmCpu = target.cpu;
@@ -198,6 +181,23 @@ Status compileFile(const std::string &modelPath, const std::string &outPath,
   std::filesystem::rename(tmp, outPath, ec);
   if (ec) return makeError("cannot write '", outPath, "': ", ec.message());
   return Status::success();
+}
+
+artifact::TensorInfo tensorInfoOf(const Value &v) {
+  artifact::TensorInfo t;
+  t.name = v.name();
+  const Type *type = &v.type();
+  for (; !type->isTensor(); type = &type->element())
+    t.containers.push_back(type->kind() == Type::Kind::Sequence
+                               ? artifact::ContainerKind::Sequence
+                               : artifact::ContainerKind::Optional);
+  t.dtype = type->dtype();
+  t.rankKnown = type->shape().rankKnown;
+  for (const Dim &d : type->shape().dims) {
+    t.dims.push_back(d.isStatic() ? d.value() : -1);
+    t.dimNames.push_back(d.isSymbol() ? d.symbolName() : "");
+  }
+  return t;
 }
 
 } // namespace kiln::package

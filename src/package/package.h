@@ -6,6 +6,7 @@
 // options give identical bytes.
 #pragma once
 
+#include "artifact/manifest.h"
 #include "backend/cpu/compiler.h"
 #include "ir/graph.h"
 #include "support/status.h"
@@ -43,6 +44,9 @@ Expected<std::string> packageCompiled(const cpu::CompiledModel &compiled,
                                       const PackageOptions &options);
 // Both: the artifact's bytes.
 Expected<std::string> packageModel(Model model, const PackageOptions &options);
+
+// A graph input's or output's entry in the manifest (dtype, dims, symbols).
+artifact::TensorInfo tensorInfoOf(const Value &v);
 
 // Imports the ONNX model at `modelPath` and writes its artifact to `outPath`.
 Status compileFile(const std::string &modelPath, const std::string &outPath,

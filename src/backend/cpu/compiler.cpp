@@ -75,9 +75,10 @@ Expected<std::vector<RtValue>> evaluateNode(const Node &node,
 class ProgramBuilder {
 public:
   ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode,
-                 bool specializedSteps)
+                 bool specializedSteps, bool microkernels)
       : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)),
-        generalOnly_(!specializedSteps || std::getenv("KILN_DEBUG_GENERAL") != nullptr) {}
+        generalOnly_(!specializedSteps || std::getenv("KILN_DEBUG_GENERAL") != nullptr),
+        microkernels_(microkernels) {}
 
   struct Scope {
     const Scope *parent;
@@ -138,6 +139,7 @@ private:
   // copy steps; every such node runs its op's dispatch, as a specialized
   // step does when a run's shapes do not fit it.
   bool generalOnly_ = false;
+  bool microkernels_ = true;
 
 public:
   int perturbedSteps = 0;
@@ -602,9 +604,10 @@ Status ProgramBuilder::addNodeSteps(Scope &scope, const Node &node) {
   // elementwise or reduction kernel, a copy step (each with its op's
   // dispatch as the general variant), the op's Kernel IR dispatch, a host
   // op.
-  if (tryMicrokernel(scope, node)) return Status::success();
+  if (microkernels_ && tryMicrokernel(scope, node)) return Status::success();
   if (node.op() == OpKind::Fused && node.getString("kind") == kAttentionKind)
-    return tryAttention(scope, node) ? Status::success() : addRegionInline(scope, node);
+    return microkernels_ && tryAttention(scope, node) ? Status::success()
+                                                      : addRegionInline(scope, node);
   if (!generalOnly_ && tryElementwise(scope, node)) return Status::success();
   if (!generalOnly_ && tryReduction(scope, node)) return Status::success();
   std::vector<int> in;
@@ -711,7 +714,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   std::string perturbNode = options.perturbNode;
   if (const char *env = std::getenv("KILN_DEBUG_PERTURB"); env && perturbNode.empty())
     perturbNode = env;
-  ProgramBuilder builder(target, cm->stats_, perturbNode, options.specializedSteps);
+  ProgramBuilder builder(target, cm->stats_, perturbNode, options.specializedSteps,
+                         options.microkernels);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
   if (!builder.unsupported.empty()) {
     std::string list;

@@ -47,6 +47,10 @@ struct CompileOptions {
   // object code, for the code generators of other targets (the Vulkan
   // target's SPIR-V, codegen/vulkan) and their tests.
   bool cpuCode = true;
+  // false: no handwritten microkernel steps (conv, matmul, pooling, LSTM,
+  // attention); those nodes compile to their op's Kernel IR dispatch too,
+  // for targets that have only the generated kernels (vulkan, today).
+  bool microkernels = true;
 };
 
 struct CompileStats {

@@ -139,6 +139,41 @@ float kiln_pow(float a, float b) {
   float r = (a == 0.0) ? (b < 0.0 ? uintBitsToFloat(0x7f800000u) : 0.0) : pow(abs(a), b);
   return (a < 0.0 || (a == 0.0 && floatBitsToUint(a) != 0u)) && odd ? -r : r;
 }
+double kiln_pow(double a, double b) {
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (isnan(a) || isnan(b)) return a + b;
+  if (abs(b) > 1073741824.0 || a == 0.0 || isinf(a)) return double(kiln_pow(float(a), float(b)));
+  // a^b = a^floor(b), by squaring in f64 (exact for integer results to
+  // 2^53), times a^fract(b) in f32 (in [min(1, a), max(1, a)]: no overflow).
+  double whole = floor(b), r = 1.0, base = a;
+  for (uint64_t n = uint64_t(abs(whole)); n != 0ul; n >>= 1) {
+    if ((n & 1ul) != 0ul) r *= base;
+    base *= base;
+  }
+  if (whole < 0.0) r = 1.0 / r;
+  return whole == b ? r : r * double(kiln_pow(float(a), float(b - whole)));
+}
+// sin and cos in f64 (GLSL has them for float only): x reduced by pi/2 in
+// two parts (fdlibm's split), then Taylor series on [-pi/4, pi/4], whose
+// truncation is below 5e-17. DFT and STFT twiddles need this accuracy.
+double kiln_sincos_poly(double r, bool wantSin) {
+  double r2 = r * r, s = 0.0, c = 0.0;
+  s = r * (1.0 + r2 * (-1.0 / 6.0 + r2 * (1.0 / 120.0 + r2 * (-1.0 / 5040.0 + r2 * (1.0 / 362880.0
+      + r2 * (-1.0 / 39916800.0 + r2 * (1.0 / 6227020800.0 + r2 * (-1.0 / 1307674368000.0
+      + r2 * (1.0 / 355687428096000.0)))))))));
+  c = 1.0 + r2 * (-1.0 / 2.0 + r2 * (1.0 / 24.0 + r2 * (-1.0 / 720.0 + r2 * (1.0 / 40320.0
+      + r2 * (-1.0 / 3628800.0 + r2 * (1.0 / 479001600.0 + r2 * (-1.0 / 87178291200.0
+      + r2 * (1.0 / 20922789888000.0 + r2 * (-1.0 / 6402373705728000.0)))))))));
+  return wantSin ? s : c;
+}
+double kiln_sincos(double x, bool wantSin) {
+  if (isnan(x) || isinf(x)) return isnan(x) ? x : double(uintBitsToFloat(0x7fc00000u));
+  double k = roundEven(x * 0.63661977236758134308);
+  double r = (x - k * 1.57079632673412561417) - k * 6.07710050650619224932e-11;
+  int q = int(int64_t(k) & 3l) + (wantSin ? 0 : 1);
+  double v = kiln_sincos_poly(r, (q & 1) == 0);
+  return (q & 2) != 0 ? -v : v;
+}
 float kiln_fmod(float a, float b) { return isinf(b) && !isinf(a) ? a : a - b * trunc(a / b); }
 double kiln_fmod(double a, double b) { return isinf(b) && !isinf(a) ? a : a - b * trunc(a / b); }
 float kiln_keepnan(float x, float r) { return isnan(x) ? x : r; }
@@ -423,24 +458,29 @@ Expected<std::string> Emitter::unary(const Inst &i, const std::string &a) {
     default:
       break;
     }
-    if (dbl) return unsupported(i); // GLSL's transcendental functions are float-only
+    // GLSL has its transcendental functions for float only: f64 computes
+    // them in f32 (see the header).
+    const std::string x = dbl ? "float(" + a + ")" : a;
+    auto f64 = [&](const std::string &e) { return dbl ? "double(" + e + ")" : e; };
     // A driver's built-in may not keep NaN (lavapipe's atan(NaN) is 0).
-    auto builtin = [&](const char *f) { return "kiln_keepnan(" + a + ", " + f + "(" + a + "))"; };
+    auto builtin = [&](const char *f) {
+      return f64("kiln_keepnan(" + x + ", " + f + "(" + x + "))");
+    };
     switch (i.op) {
     case Opcode::Exp:
-      return "exp(" + a + ")";
+      return f64("exp(" + x + ")");
     case Opcode::Log:
-      return "log(" + a + ")";
+      return f64("log(" + x + ")");
     case Opcode::Tanh:
-      return "kiln_tanh(" + a + ")";
+      return f64("kiln_tanh(" + x + ")");
     case Opcode::Sigmoid:
-      return "kiln_sigmoid(" + a + ")";
+      return f64("kiln_sigmoid(" + x + ")");
     case Opcode::Erf:
-      return "kiln_erf(" + a + ")";
+      return f64("kiln_erf(" + x + ")");
     case Opcode::Sin:
-      return builtin("sin");
+      return dbl ? "kiln_sincos(" + a + ", true)" : builtin("sin");
     case Opcode::Cos:
-      return builtin("cos");
+      return dbl ? "kiln_sincos(" + a + ", false)" : builtin("cos");
     case Opcode::Tan:
       return builtin("tan");
     case Opcode::Asin:
@@ -488,7 +528,6 @@ Expected<std::string> Emitter::binary(const Inst &i, const std::string &a, const
     case Opcode::Mod:
       return "kiln_fmod(" + a + ", " + b + ")";
     case Opcode::Pow:
-      if (i.type == DType::F64) return unsupported(i);
       return "kiln_pow(" + a + ", " + b + ")";
     default:
       return unsupported(i);

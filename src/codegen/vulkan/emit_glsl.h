@@ -9,9 +9,12 @@
 // base with an integral exponent, 16-bit floats rounded to nearest even
 // after each op (bit-exact with support/half.h, not packHalf2x16's
 // unspecified rounding), and erf (which GLSL lacks) with the CPU target's
-// polynomial. f64 is computed in double where GLSL has the operation and
-// refused where it has not (its transcendental functions exist for float
-// only): an error naming the op, never a silent f32 result.
+// polynomial. f64 is computed in double where GLSL has the operation:
+// arithmetic, sqrt, rounding, Pow with an integral exponent (by squaring,
+// so integer Pow through f64 stays exact to 2^53), sin and cos (our own
+// f64 series: DFT and STFT twiddles need them). GLSL has exp, log, the
+// other trigonometric functions and non-integral pow for float only, so
+// f64 computes those in f32 (relative error ~1e-7, not ~1e-16).
 //
 // Binding ABI (the device's dispatch follows it, runtime/vulkan):
 //   set 0, binding b < buffers: the kernel's buffer b, an array of its

@@ -1,5 +1,7 @@
 #include "runtime/api/model.h"
 
+#include "runtime/api/input_check.h"
+
 #include "runtime/cpu/program_io.h"
 
 #include <cerrno>
@@ -159,65 +161,14 @@ Expected<std::vector<RtValue>> Session::run(std::vector<Tensor> inputs) {
                                   std::make_move_iterator(inputs.end())));
 }
 
-namespace {
-
-// Why `t` does not fit `info`'s tensor, or "". Symbols bind across the
-// model's plain tensor inputs only (`bound`: null inside sequences and
-// optionals, whose tensors may differ).
-std::string tensorMismatch(const artifact::TensorInfo &info, const Tensor &t,
-                           std::unordered_map<std::string, int64_t> *bound) {
-  if (!t.defined() || t.dtype() != info.dtype)
-    return "dtype is " + std::string(t.defined() ? dtypeName(t.dtype()) : "undefined");
-  if (!info.rankKnown) return "";
-  if (t.rank() != static_cast<int64_t>(info.dims.size()))
-    return "shape " + shapeToString(t.shape()) + " has rank " + std::to_string(t.rank());
-  if (!bound) return "";
-  for (size_t d = 0; d < info.dims.size(); ++d) {
-    if (info.dims[d] >= 0 && t.dim(d) != info.dims[d])
-      return "shape " + shapeToString(t.shape()) + " differs in dim " + std::to_string(d);
-    if (info.dims[d] < 0 && !info.dimNames[d].empty()) {
-      auto [it, fresh] = bound->emplace(info.dimNames[d], t.dim(d));
-      if (!fresh && it->second != t.dim(d))
-        return "dim " + std::to_string(d) + " is " + std::to_string(t.dim(d)) + " but '" +
-               info.dimNames[d] + "' is " + std::to_string(it->second) + " in another input";
-    }
-  }
-  return "";
-}
-
-// Why `v` does not fit `info` from container `depth` inward, or "".
-std::string valueMismatch(const artifact::TensorInfo &info, size_t depth, const RtValue &v,
-                          std::unordered_map<std::string, int64_t> &bound) {
-  if (depth == info.containers.size())
-    return v.isTensor() ? tensorMismatch(info, v.tensor, depth == 0 ? &bound : nullptr)
-                        : "it is " + v.describe();
-  if (info.containers[depth] == artifact::ContainerKind::Optional) {
-    if (!v.isOptional()) return "it is " + v.describe() + ", not an optional";
-    return v.inner ? valueMismatch(info, depth + 1, *v.inner, bound) : "";
-  }
-  if (!v.isSequence()) return "it is " + v.describe() + ", not a sequence";
-  if (depth + 1 != info.containers.size()) return "a sequence of sequences";
-  for (size_t i = 0; i < v.sequence.size(); ++i)
-    if (std::string why = tensorMismatch(info, v.sequence[i], nullptr); !why.empty())
-      return "tensor " + std::to_string(i) + ": " + why;
-  return "";
-}
-
-} // namespace
-
 std::optional<RtError> Session::runChecked(std::vector<RtValue> inputs,
                                            std::vector<RtValue> &outputs) {
   const artifact::Manifest &m = model_.manifest();
   if (inputs.size() != m.inputs.size())
     return RtError{ErrorKind::InvalidArgument, "the model takes " + std::to_string(m.inputs.size()) +
                                                    " inputs, got " + std::to_string(inputs.size())};
-  std::unordered_map<std::string, int64_t> bound;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const artifact::TensorInfo &info = m.inputs[i];
-    if (std::string why = valueMismatch(info, 0, inputs[i], bound); !why.empty())
-      return RtError{ErrorKind::Shape, "input '" + info.name + "': " + why +
-                                           " (the model expects " + artifact::typeText(info) + ")"};
-  }
+  if (std::string why = inputMismatch(m.inputs, inputs); !why.empty())
+    return RtError{ErrorKind::Shape, why};
   const cpu::Program &main = model_.program();
   cpu::Frame frame;
   frame.slots.resize(main.numSlots);

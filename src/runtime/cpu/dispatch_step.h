@@ -74,6 +74,9 @@ public:
   template <class A> void io(A &a) { a(label_, in_, out_, recipe_); }
 
   const DispatchRecipe &recipe() const { return recipe_; }
+  // The node's input slots (-1: absent) and output slots (-1: unread).
+  const std::vector<int> &inputSlots() const { return in_; }
+  const std::vector<int> &outputSlots() const { return out_; }
   // Entries of the launches, in order, once the code is linked or loaded.
   void setEntries(std::vector<KernelEntry> entries) { entries_ = std::move(entries); }
   Status prepare(); // checks the fields, sets reads/writes

@@ -1,0 +1,52 @@
+// A model compiled for a Vulkan device (`--target vulkan`), the first slice
+// of the Vulkan target: the CPU compiler's passes and Kernel IR lowerings
+// (the same kernels every target consumes, DESIGN.md), every kernel turned
+// into SPIR-V (codegen/vulkan) and run as compute dispatches
+// (runtime/vulkan/vulkan_dispatch.h); host ops (shape arithmetic,
+// NonZero, NMS...) run on the host, as on every target.
+//
+// Ops that the CPU runs on handwritten microkernels (Conv, MatMul, pooling,
+// LSTM, attention) run as their ops' generic Kernel IR lowerings (correct,
+// not yet fast: tuned shaders come next). Control flow (If, Loop, Scan)
+// has no Vulkan form yet: compiling a model with it fails, naming each such
+// step -- never a silent run on the CPU.
+#pragma once
+
+#include "artifact/manifest.h"
+#include "backend/cpu/compiler.h"
+#include "runtime/vulkan/vulkan_device.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::vulkan {
+
+class VulkanModel {
+public:
+  // `device`: open()'s selector ("" picks, see vulkan_device.h).
+  // `dumpDir` (when set) gets kernels.kir and one GLSL file per kernel.
+  static Expected<std::unique_ptr<VulkanModel>> compile(Model model, const std::string &device,
+                                                        int optLevel = 3,
+                                                        const std::string &dumpDir = "");
+  ~VulkanModel();
+
+  // Inputs in graph-input order; outputs in graph-output order.
+  Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs);
+  const Graph &graph() const { return *compiled_->model().graph; }
+  const DeviceInfo &device() const { return device_->info(); }
+  std::string summary() const;
+
+private:
+  VulkanModel() = default;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<cpu::CompiledModel> compiled_;
+  std::vector<artifact::TensorInfo> inputs_;               // what run() checks inputs against
+  std::map<std::string, std::unique_ptr<Kernel>> kernels_; // by kernel name
+  std::unique_ptr<runtime::ThreadPool> hostPool_;          // for host ops
+  std::vector<cpu::ActivationArena> arenas_;
+  double codegenMs_ = 0;
+};
+
+} // namespace kiln::vulkan

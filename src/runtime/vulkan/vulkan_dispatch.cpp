@@ -1,0 +1,98 @@
+#include "runtime/vulkan/vulkan_dispatch.h"
+
+#include <cstring>
+#include <memory>
+
+namespace kiln::vulkan {
+
+Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
+                   const std::vector<const Kernel *> &launches,
+                   const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
+                   const std::string &label) {
+  if (launches.size() != recipe.launches.size())
+    return makeError(label, ": ", launches.size(), " pipelines for ", recipe.launches.size(),
+                     " launches");
+  std::vector<int64_t> values;
+  if (Status s = recipe.shapes.run(inputs, values); !s.ok())
+    return makeError(label, ": ", s.error().message);
+
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer *> bound;
+  auto add = [&](size_t bytes, const void *from) -> Status {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, device.allocate(bytes));
+    if (from)
+      std::memcpy(b->data(), from, bytes);
+    else
+      std::memset(b->data(), 0, std::max<size_t>(bytes, 1));
+    bound.push_back(b.get());
+    owned.push_back(std::move(b));
+    return Status::success();
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor *t = inputs[i];
+    if (t && t->dtype() == DType::String)
+      return makeError(label, ": input ", i,
+                       " holds strings, which the vulkan target has no buffers for");
+    KILN_RETURN_IF_ERROR(t ? add(t->byteSize(), t->raw()) : add(0, nullptr));
+  }
+  outputs.clear();
+  for (size_t o = 0; o < recipe.outputs.size(); ++o) {
+    // As DispatchStep::run sizes its outputs (dispatch_step.cpp).
+    const cpu::DispatchRecipe::Output &spec = recipe.outputs[o];
+    size_t first = 0;
+    if (spec.rank >= 0) {
+      const int64_t rank = values[size_t(spec.rank)];
+      if (rank < 0 || size_t(rank) > spec.dims.size())
+        return makeError(label, ": output ", o, " would have rank ", rank, ", above the ",
+                         spec.dims.size(), " the kernels handle");
+      first = spec.dims.size() - size_t(rank);
+    }
+    Shape64 shape;
+    for (size_t k = first; k < spec.dims.size(); ++k) {
+      const int64_t d = values[size_t(spec.dims[k])];
+      if (d < 0) return makeError(label, ": output ", o, " would have a negative dim");
+      shape.push_back(d);
+    }
+    outputs.emplace_back(spec.dtype, shape);
+    KILN_RETURN_IF_ERROR(add(outputs.back().byteSize(), nullptr));
+  }
+  for (const cpu::DispatchRecipe::Scratch &s : recipe.scratch) {
+    const int64_t n = values[size_t(s.numel)];
+    if (n < 0) return makeError(label, ": negative scratch size");
+    KILN_RETURN_IF_ERROR(add(size_t(n) * dtypeSize(s.dtype), nullptr)); // zero-filled
+  }
+  Buffer *status = nullptr;
+  if (!recipe.statusMessages.empty()) {
+    KILN_RETURN_IF_ERROR(add(sizeof(int64_t), nullptr));
+    status = bound.back();
+  }
+
+  std::vector<int64_t> params;
+  for (size_t k = 0; k < recipe.launches.size(); ++k) {
+    const cpu::DispatchRecipe::Launch &l = recipe.launches[k];
+    params.clear();
+    for (int p : l.params) params.push_back(values[size_t(p)]);
+    // A launch without an extent is one call of a kernel with no parallel
+    // loop: one invocation.
+    const int64_t extent = l.extent < 0 ? 1 : values[size_t(l.extent)];
+    if (extent <= 0) continue;
+    const int64_t end = l.extent < 0 ? 0 : extent;
+    if (Status s = device.dispatch(*launches[k], bound, params, 0, end, extent); !s.ok())
+      return makeError(label, ": ", s.error().message);
+  }
+  if (status) {
+    int64_t code = 0;
+    std::memcpy(&code, status->data(), sizeof code);
+    if (code != 0)
+      return makeError(label, ": ",
+                       code > 0 && size_t(code) <= recipe.statusMessages.size()
+                           ? recipe.statusMessages[size_t(code) - 1]
+                           : std::string("kernel reported an error"));
+  }
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (outputs[o].byteSize() > 0)
+      std::memcpy(outputs[o].mutableRaw(), bound[inputs.size() + o]->data(), outputs[o].byteSize());
+  return Status::success();
+}
+
+} // namespace kiln::vulkan
