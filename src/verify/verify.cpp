@@ -1,5 +1,7 @@
 #include "verify/verify.h"
 
+#include "backend/vulkan/vulkan_model.h"
+
 #include "package/package.h"
 #include "runtime/api/model.h"
 
@@ -128,8 +130,15 @@ Expected<VerifyResult> verifyModel(Model targetModel, Model referenceModel,
                                            if (pending.emplace(name, v).second)
                                              pendingOrder.push_back(name);
                                          }));
+  } else if (options.target == "vulkan") {
+    // The model's outputs only: the vulkan target does not expose
+    // intermediates yet, so per-layer bisection is for cpu and interp.
+    if (layers) return Error{"--bisect and --all-layers need --target cpu or interp"};
+    KILN_ASSIGN_OR_RETURN(auto vk, vulkan::VulkanModel::compile(std::move(targetModel), "",
+                                                                options.compile.optLevel));
+    KILN_ASSIGN_OR_RETURN(targetOutputs, vk->run(inputs));
   } else {
-    return makeError("unknown target '", options.target, "' (available: cpu, interp)");
+    return makeError("unknown target '", options.target, "' (available: cpu, interp, vulkan)");
   }
   result.targetMs = msSince(t0);
 

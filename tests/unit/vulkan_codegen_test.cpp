@@ -6,6 +6,7 @@
 // vulkan_device_test.cpp's job.
 #include "backend/cpu/compiler.h"
 #include "codegen/vulkan/emit_glsl.h"
+#include "codegen/vulkan/loop_count.h"
 #include "codegen/vulkan/spirv.h"
 #include "frontend/onnx/importer.h"
 #include "kernel/parser.h"
@@ -14,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -88,6 +90,36 @@ TEST(VulkanCodegen, EveryKernelOfTheOnnxNodeTestsBecomesValidSpirv) {
   EXPECT_TRUE(failures.empty()) << failures.size() << " of " << kernels
                                 << " kernels did not become valid SPIR-V:" << list;
   std::printf("%d node test cases, %d kernels\n", compiled, kernels);
+}
+
+// The iteration count drivers with a loop budget are checked against: the
+// parallel loop is one iteration per invocation, nested loops multiply,
+// sibling loops add, an If's body counts.
+TEST(VulkanCodegen, CountsLoopIterationsPerInvocation) {
+  kir::KernelBuilder b("nest");
+  const int y = b.addBuffer("y", DType::F32, true);
+  const int n = b.addParam("n"), m = b.addParam("m");
+  const int i = b.beginLoop(kir::Affine::param(n), {kir::Schedule::Kind::Parallel, 1});
+  const int j = b.beginLoop(kir::Affine::param(m, 2)); // 2m trips
+  b.beginLoop(kir::Affine::constant(3));               // 3 per j
+  b.endLoop();
+  b.endLoop();
+  b.beginIf(b.compare(kir::Opcode::Lt, DType::I64, b.index(kir::Affine{}.add(1, -1, i)),
+                      b.intConstant(DType::I64, 1)));
+  b.beginLoop(kir::Affine::param(n)); // n trips
+  b.endLoop();
+  b.endIf();
+  kir::Affine at;
+  at.add(1, -1, i);
+  b.store(y, at, b.constant(DType::F32, 1.0));
+  b.endLoop();
+  (void)j;
+  const kir::Kernel k = b.finish();
+  // 2m * (1 + 3) + n, with n = 10, m = 5.
+  EXPECT_EQ(codegen::loopIterationsPerInvocation(k, {10, 5}), 2 * 5 * 4 + 10);
+  EXPECT_EQ(codegen::loopIterationsPerInvocation(k, {10, 0}), 10);
+  EXPECT_EQ(codegen::loopIterationsPerInvocation(k, {int64_t(1) << 62, int64_t(1) << 62}),
+            std::numeric_limits<int64_t>::max());
 }
 
 } // namespace

@@ -7,13 +7,15 @@
 //
 // Ops that the CPU runs on handwritten microkernels (Conv, MatMul, pooling,
 // LSTM, attention) run as their ops' generic Kernel IR lowerings (correct,
-// not yet fast: tuned shaders come next). Control flow (If, Loop, Scan)
-// has no Vulkan form yet: compiling a model with it fails, naming each such
-// step -- never a silent run on the CPU.
+// not yet fast: tuned shaders come next). If runs its chosen branch the same
+// way; Loop, Scan and SequenceMap have no Vulkan form yet: compiling a model
+// with one fails, naming each such step -- never a silent run on the CPU.
 #pragma once
 
 #include "artifact/manifest.h"
 #include "backend/cpu/compiler.h"
+#include "runtime/cpu/dispatch_step.h"
+#include "runtime/cpu/steps.h"
 #include "runtime/vulkan/vulkan_device.h"
 
 #include <map>
@@ -40,10 +42,14 @@ public:
 
 private:
   VulkanModel() = default;
+  Expected<std::vector<RtValue>> runProgram(const cpu::Program &program, cpu::Frame &frame);
+  Status runIf(const cpu::IfStep &step, cpu::Frame &frame);
+  Status runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &frame);
   std::unique_ptr<Device> device_;
   std::unique_ptr<cpu::CompiledModel> compiled_;
   std::vector<artifact::TensorInfo> inputs_;               // what run() checks inputs against
   std::map<std::string, std::unique_ptr<Kernel>> kernels_; // by kernel name
+  std::map<std::string, const kir::Kernel *> kernelIr_;    // in compiled_, by name
   std::unique_ptr<runtime::ThreadPool> hostPool_;          // for host ops
   std::vector<cpu::ActivationArena> arenas_;
   double codegenMs_ = 0;

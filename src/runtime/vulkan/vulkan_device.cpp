@@ -76,6 +76,7 @@ DeviceInfo describe(const Api &api, VkPhysicalDevice d, Features &f) {
   info.float16 = f.v12.shaderFloat16;
   info.storage8 = f.v12.storageBuffer8BitAccess;
   info.storage16 = f.v11.storageBuffer16BitAccess;
+  info.limits = driverLimits(info.vendorId, info.name);
   return info;
 }
 

@@ -17,6 +17,7 @@
 // integrated one, else the first device of any kind.
 #pragma once
 
+#include "runtime/vulkan/driver_limits.h"
 #include "runtime/vulkan/vulkan_api.h"
 
 #include <cstdint>
@@ -35,6 +36,7 @@ struct DeviceInfo {
   // kernel needing one it lacks fails at pipeline creation.
   bool int64 = false, float64 = false, int16 = false, int8 = false, float16 = false;
   bool storage8 = false, storage16 = false;
+  DriverLimits limits; // what the driver does not report (driver_limits.h)
 };
 
 class Device;

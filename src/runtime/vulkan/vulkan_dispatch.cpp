@@ -8,7 +8,7 @@ namespace kiln::vulkan {
 Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
                    const std::vector<const Kernel *> &launches,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
-                   const std::string &label) {
+                   const std::string &label, const LaunchCheck &check) {
   if (launches.size() != recipe.launches.size())
     return makeError(label, ": ", launches.size(), " pipelines for ", recipe.launches.size(),
                      " launches");
@@ -76,6 +76,8 @@ Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
     // loop: one invocation.
     const int64_t extent = l.extent < 0 ? 1 : values[size_t(l.extent)];
     if (extent <= 0) continue;
+    if (check)
+      if (Status s = check(k, params); !s.ok()) return makeError(label, ": ", s.error().message);
     const int64_t end = l.extent < 0 ? 0 : extent;
     if (Status s = device.dispatch(*launches[k], bound, params, 0, end, extent); !s.ok())
       return makeError(label, ": ", s.error().message);

@@ -11,6 +11,7 @@
 #include "runtime/vulkan/vulkan_device.h"
 #include "support/tensor.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,12 @@ namespace kiln::vulkan {
 
 // `launches[k]` is the pipeline of recipe.launches[k]; `inputs` are the
 // node's inputs (null: an absent optional input). Fills `outputs`.
+// `check`, when set, sees each launch's params before it runs and may
+// refuse it (a kernel too long for the driver, say).
+using LaunchCheck = std::function<Status(size_t launch, const std::vector<int64_t> &params)>;
 Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
                    const std::vector<const Kernel *> &launches,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
-                   const std::string &label);
+                   const std::string &label, const LaunchCheck &check = {});
 
 } // namespace kiln::vulkan

@@ -1,0 +1,54 @@
+#include "codegen/vulkan/loop_count.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  return a > kMax - b ? kMax : a + b;
+}
+int64_t saturatingMul(int64_t a, int64_t b) {
+  return a != 0 && b > kMax / a ? kMax : a * b;
+}
+
+// A loop bound: affine in params only (kernel_ir.h), clamped to int64.
+int64_t evaluate(const kir::Affine &a, const std::vector<int64_t> &params) {
+  __int128 sum = 0;
+  for (const kir::Term &t : a.terms) {
+    __int128 term = t.coeff;
+    if (t.param >= 0) term *= t.param < int(params.size()) ? params[size_t(t.param)] : 0;
+    sum += term;
+  }
+  return int64_t(std::clamp<__int128>(sum, std::numeric_limits<int64_t>::min(), kMax));
+}
+
+int64_t iterations(const std::vector<kir::Inst> &body, const std::vector<int64_t> &params) {
+  int64_t total = 0;
+  for (const kir::Inst &i : body) {
+    if (i.op == kir::Opcode::If) {
+      total = saturatingAdd(total, iterations(i.body, params));
+    } else if (i.op == kir::Opcode::Loop) {
+      const int64_t inner = iterations(i.body, params);
+      if (i.schedule.kind == kir::Schedule::Kind::Parallel) {
+        total = saturatingAdd(total, inner); // one iteration per invocation
+      } else {
+        const int64_t trips = std::max<int64_t>(0, evaluate(i.upper, params));
+        total = saturatingAdd(total, saturatingMul(trips, saturatingAdd(1, inner)));
+      }
+    }
+  }
+  return total;
+}
+
+} // namespace
+
+int64_t loopIterationsPerInvocation(const kir::Kernel &kernel, const std::vector<int64_t> &params) {
+  return iterations(kernel.body, params);
+}
+
+} // namespace kiln::codegen
