@@ -34,7 +34,8 @@ public:
                                                         const std::string &dumpDir = "");
   ~VulkanModel();
 
-  // Inputs in graph-input order; outputs in graph-output order.
+  // Inputs in graph-input order; outputs in graph-output order. One run at
+  // a time (the device is single-threaded, vulkan_device.h).
   Expected<std::vector<RtValue>> run(std::vector<RtValue> inputs);
   const Graph &graph() const { return *compiled_->model().graph; }
   const DeviceInfo &device() const { return device_->info(); }

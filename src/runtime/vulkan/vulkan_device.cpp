@@ -50,6 +50,9 @@ struct Features {
   VkPhysicalDeviceVulkan12Features v12{};
   VkPhysicalDeviceVulkan11Features v11{};
   VkPhysicalDeviceFeatures2 all{};
+  // The pNext chain points into the object itself: never copied or moved.
+  Features(const Features &) = delete;
+  Features &operator=(const Features &) = delete;
   Features() {
     v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
     v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;

@@ -82,7 +82,9 @@ private:
   VkPipeline pipeline_ = VK_NULL_HANDLE;
 };
 
-// Buffers and kernels must not outlive the device that made them.
+// Buffers and kernels must not outlive the device that made them. One
+// thread at a time: dispatches share the device's command buffer, fence and
+// params buffer.
 class Device {
 public:
   static Expected<std::unique_ptr<Device>> open(const std::string &selector = "");
