@@ -69,7 +69,6 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
   m->codegenMs_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   m->hostPool_ = std::make_unique<runtime::ThreadPool>(1);
-  m->arenas_ = cpu::createArenas(main);
   return m;
 }
 
@@ -88,7 +87,6 @@ Expected<std::vector<RtValue>> VulkanModel::runProgram(const cpu::Program &progr
   for (const auto &[slot, value] : program.constants) frame.slots[size_t(slot)] = value;
   cpu::ExecContext ctx;
   ctx.pool = hostPool_.get();
-  ctx.arenas = &arenas_;
   for (const auto &step : program.steps) {
     if (step->kind() == cpu::StepKind::HostOp) {
       KILN_RETURN_IF_ERROR(step->run(frame, ctx));

@@ -52,7 +52,6 @@ private:
   std::map<std::string, std::unique_ptr<Kernel>> kernels_; // by kernel name
   std::map<std::string, const kir::Kernel *> kernelIr_;    // in compiled_, by name
   std::unique_ptr<runtime::ThreadPool> hostPool_;          // for host ops
-  std::vector<cpu::ActivationArena> arenas_;
   double codegenMs_ = 0;
 };
 
