@@ -78,7 +78,10 @@ protected:
       bound.push_back(buf->get());
       owned.push_back(std::move(*buf));
     }
-    Status s = device_->dispatch(**kernel, bound, params, begin, n, n - begin);
+    std::vector<int64_t> words = params;
+    words.push_back(begin);
+    words.push_back(n);
+    Status s = device_->dispatch(**kernel, bound, words, n - begin);
     ASSERT_TRUE(s.ok()) << s.error().message;
     gpu.clear();
     for (auto &b : owned) {

@@ -1,8 +1,11 @@
 #include "backend/vulkan/vulkan_model.h"
 
+#include "codegen/gpu/row_to_element.h"
 #include "codegen/vulkan/emit_glsl.h"
 #include "codegen/vulkan/loop_count.h"
 #include "codegen/vulkan/spirv.h"
+#include "kernel/printer.h"
+#include "kernel/verifier.h"
 #include "package/package.h"
 #include "runtime/api/input_check.h"
 #include "runtime/cpu/dispatch_step.h"
@@ -58,18 +61,37 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
                      "run on the cpu target only):",
                      missing);
   const auto t0 = std::chrono::steady_clock::now();
+  std::string shapedText; // the kernels as the device runs them, for --dump-dir
   for (const kir::Kernel &k : m->compiled_->kernels()) {
-    KILN_ASSIGN_OR_RETURN(std::string glsl, codegen::emitGlsl(k));
-    if (!dumpDir.empty()) std::ofstream(dumpDir + "/" + k.name + ".comp") << glsl;
-    KILN_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, codegen::compileGlslCompute(glsl));
-    KILN_ASSIGN_OR_RETURN(auto kernel, m->device_->createKernel(spirv, int(k.buffers.size())));
-    m->kernels_[k.name] = std::move(kernel);
-    m->kernelIr_[k.name] = &k;
+    DeviceKernel dk;
+    dk.lowered = k;
+    dk.shaped = codegen::gpu::rowPassesToElements(k);
+    // A rewrite that broke an invariant would be a kiln bug: caught here,
+    // never run.
+    if (dk.shaped)
+      if (Status s = verifyKernel(dk.shaped->kernel); !s.ok())
+        return makeError("row-to-element rewrite of kernel ", k.name, ": ", s.error().message);
+    KILN_ASSIGN_OR_RETURN(dk.main, m->buildShader(dk.shaped ? dk.shaped->kernel : k, dumpDir));
+    if (!dumpDir.empty()) shapedText += printKernel(dk.main.ir) + "\n";
+    m->kernels_[k.name] = std::move(dk);
   }
+  if (!dumpDir.empty()) std::ofstream(dumpDir + "/kernels.vulkan.kir") << shapedText;
   m->codegenMs_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   m->hostPool_ = std::make_unique<runtime::ThreadPool>(1);
   return m;
+}
+
+Expected<VulkanModel::Shader> VulkanModel::buildShader(kir::Kernel ir,
+                                                      const std::string &dumpDir) const {
+  Shader shader;
+  shader.plan = codegen::gpu::planGrid(ir);
+  KILN_ASSIGN_OR_RETURN(std::string glsl, codegen::emitGlsl(ir, shader.plan));
+  if (!dumpDir.empty()) std::ofstream(dumpDir + "/" + ir.name + ".comp") << glsl;
+  KILN_ASSIGN_OR_RETURN(std::vector<uint32_t> spirv, codegen::compileGlslCompute(glsl));
+  KILN_ASSIGN_OR_RETURN(shader.pipeline, device_->createKernel(spirv, int(ir.buffers.size())));
+  shader.ir = std::move(ir);
+  return shader;
 }
 
 Expected<std::vector<RtValue>> VulkanModel::run(std::vector<RtValue> inputs) {
@@ -129,34 +151,59 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
     if (!v.isTensor()) return makeError(step.describe(), ": an input is ", v.describe());
     in.push_back(&v.tensor);
   }
-  std::vector<const Kernel *> launches;
-  std::vector<const kir::Kernel *> ir;
+  std::vector<DeviceKernel *> kernels;
   for (const cpu::DispatchRecipe::Launch &l : step.recipe().launches) {
     auto it = kernels_.find(l.symbol);
     if (it == kernels_.end()) return makeError(step.describe(), ": no kernel ", l.symbol);
-    launches.push_back(it->second.get());
-    ir.push_back(kernelIr_.at(l.symbol));
+    kernels.push_back(&it->second);
   }
-  // A driver that ends loops past a budget would truncate this kernel
-  // silently: refuse it instead.
-  const int64_t budget = device_->info().limits.loopIterations;
-  LaunchCheck check;
-  if (budget > 0)
-    check = [&](size_t k, const std::vector<int64_t> &params) -> Status {
-      const int64_t n = codegen::loopIterationsPerInvocation(*ir[k], params);
-      if (n <= budget) return Status::success();
-      return makeError("kernel ", ir[k]->name, " runs ", n,
-                       " loop iterations per invocation; the device's driver (",
-                       device_->info().name, ") ends loops after ", budget,
-                       ", which would cut its result short");
-    };
+  const LaunchPlanner plan = [&](size_t k, const std::vector<int64_t> &params, int64_t extent) {
+    return planLaunch(*kernels[k], params, extent);
+  };
   std::vector<Tensor> out;
   KILN_RETURN_IF_ERROR(
-      runDispatch(*device_, step.recipe(), launches, in, out, step.describe(), check));
+      runDispatch(*device_, step.recipe(), in, out, step.describe(), plan));
   const std::vector<int> &outSlots = step.outputSlots();
   for (size_t o = 0; o < outSlots.size() && o < out.size(); ++o)
     if (outSlots[o] >= 0) frame.slots[size_t(outSlots[o])] = RtValue(std::move(out[o]));
   return Status::success();
+}
+
+// Picks the kernel's shader for these sizes and splits its loops over as
+// many invocations as its grid plan allows (grid_plan.h). A driver that
+// ends loops past a budget would truncate what is left per invocation
+// silently: refused.
+Expected<LaunchGrid> VulkanModel::planLaunch(DeviceKernel &k, const std::vector<int64_t> &params,
+                                             int64_t extent) {
+  const Shader *shader = &k.main;
+  if (k.shaped && !codegen::gpu::segmentsFit(*k.shaped, params)) {
+    if (!k.plain) {
+      KILN_ASSIGN_OR_RETURN(Shader plain, buildShader(k.lowered, ""));
+      k.plain = std::make_unique<Shader>(std::move(plain));
+    }
+    shader = k.plain.get();
+  }
+  constexpr int64_t kMaxInvocations = int64_t(1) << 31;
+  const codegen::gpu::GridLaunch g =
+      codegen::gpu::chooseGrid(shader->plan, params, extent, kMaxInvocations);
+  LaunchGrid grid;
+  grid.pipeline = shader->pipeline.get();
+  grid.invocations = g.invocations;
+  if (!shader->plan.levels.empty()) {
+    grid.words.push_back(g.depth);
+    grid.words.insert(grid.words.end(), g.sizes.begin(), g.sizes.end());
+    grid.words.resize(1 + shader->plan.levels.size(), 1); // unsplit levels: never read
+  }
+  const int64_t budget = device_->info().limits.loopIterations;
+  if (budget > 0) {
+    const int64_t n = codegen::loopIterationsPerInvocation(shader->ir, params, shader->plan, g.depth);
+    if (n > budget)
+      return makeError("kernel ", shader->ir.name, " runs ", n,
+                       " loop iterations per invocation; the device's driver (",
+                       device_->info().name, ") ends loops after ", budget,
+                       ", which would cut its result short");
+  }
+  return grid;
 }
 
 std::string VulkanModel::summary() const {

@@ -14,12 +14,16 @@
 
 #include "artifact/manifest.h"
 #include "backend/cpu/compiler.h"
+#include "codegen/gpu/grid_plan.h"
+#include "codegen/gpu/row_to_element.h"
 #include "runtime/cpu/dispatch_step.h"
 #include "runtime/cpu/steps.h"
 #include "runtime/vulkan/vulkan_device.h"
+#include "runtime/vulkan/vulkan_dispatch.h"
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,8 +53,26 @@ private:
   std::unique_ptr<Device> device_;
   std::unique_ptr<cpu::CompiledModel> compiled_;
   std::vector<artifact::TensorInfo> inputs_;               // what run() checks inputs against
-  std::map<std::string, std::unique_ptr<Kernel>> kernels_; // by kernel name
-  std::map<std::string, const kir::Kernel *> kernelIr_;    // in compiled_, by name
+  // A kernel as the device runs it: pipeline, Kernel IR and grid plan.
+  struct Shader {
+    std::unique_ptr<Kernel> pipeline;
+    kir::Kernel ir;
+    codegen::gpu::GridPlan plan;
+  };
+  // Each kernel of the model: GPU-shaped where the rewrite applies
+  // (codegen/gpu/row_to_element.h), else as lowered. A shaped kernel whose
+  // row segments do not fit a launch's sizes runs as lowered (`plain`,
+  // built the first time that happens).
+  struct DeviceKernel {
+    kir::Kernel lowered;
+    std::optional<codegen::gpu::RowShapedKernel> shaped;
+    Shader main;
+    std::unique_ptr<Shader> plain;
+  };
+  Expected<Shader> buildShader(kir::Kernel ir, const std::string &dumpDir) const;
+  Expected<LaunchGrid> planLaunch(DeviceKernel &k, const std::vector<int64_t> &params,
+                                  int64_t extent);
+  std::map<std::string, DeviceKernel> kernels_;
   std::unique_ptr<runtime::ThreadPool> hostPool_;          // for host ops
   double codegenMs_ = 0;
 };

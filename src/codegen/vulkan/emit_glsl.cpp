@@ -205,7 +205,7 @@ std::string hex32(uint32_t bits) {
 
 class Emitter {
 public:
-  explicit Emitter(const kir::Kernel &k) : k_(k) {}
+  Emitter(const kir::Kernel &k, const gpu::GridPlan &plan) : k_(k), plan_(plan) {}
   Expected<std::string> run();
 
 private:
@@ -231,6 +231,7 @@ private:
   }
 
   const kir::Kernel &k_;
+  const gpu::GridPlan &plan_;
   std::ostringstream body_;
   int depth_ = 1;
   int temps_ = 0;
@@ -257,6 +258,18 @@ Expected<std::string> Emitter::run() {
        std::to_string(params + 1) + "];");
   line("int64_t kiln_g = int64_t(gl_GlobalInvocationID.y) * int64_t(gl_NumWorkGroups.x * "
        "gl_WorkGroupSize.x) + int64_t(gl_GlobalInvocationID.x);");
+  // Split grid levels, deepest first (grid_plan.h): kiln_j<d> is this
+  // invocation's iteration of level d's loops, what remains of kiln_g the
+  // parallel iteration.
+  const int levels = int(plan_.levels.size());
+  if (levels > 0) line("int64_t kiln_depth = kp.v[" + std::to_string(params + 2) + "];");
+  for (int d = levels; d >= 1; --d) {
+    const std::string j = "kiln_j" + std::to_string(d);
+    const std::string size = "kp.v[" + std::to_string(params + 2 + d) + "]";
+    line("int64_t " + j + " = 0;");
+    line("if (kiln_depth >= " + std::to_string(d) + ") { " + j + " = kiln_g % " + size +
+         "; kiln_g /= " + size + "; }");
+  }
   if (!k_.parallelLoop()) line("if (kiln_g != 0) return;");
   for (size_t var = 0; var < k_.vars.size(); ++var)
     line(std::string(registerType(k_.vars[var].dtype)) + " kv" + std::to_string(var) + " = " +
@@ -420,6 +433,15 @@ Status Emitter::loop(const Inst &l) {
     line("int64_t " + iv + " = (kiln_begin > 0 ? kiln_begin : int64_t(0)) + kiln_g;");
     line("int64_t kiln_upper = " + affine(l.upper) + ";");
     line("if (" + iv + " < kiln_upper && " + iv + " < kiln_end) {");
+  } else if (const int d = plan_.levelOf(l.loopVar); d > 0) {
+    // A split level runs only this invocation's iteration.
+    const std::string split = "kiln_depth >= " + std::to_string(d);
+    const std::string j = "kiln_j" + std::to_string(d);
+    const std::string end = "e" + std::to_string(l.loopVar);
+    line("int64_t " + end + " = " + affine(l.upper) + ";");
+    line("if (" + split + " && " + j + " + 1 < " + end + ") " + end + " = " + j + " + 1;");
+    line("for (int64_t " + iv + " = " + split + " ? " + j + " : 0; " + iv + " < " + end + "; ++" +
+         iv + ") {");
   } else {
     line("for (int64_t " + iv + " = 0; " + iv + " < " + affine(l.upper) + "; ++" + iv + ") {");
   }
@@ -638,8 +660,8 @@ Expected<std::string> Emitter::cast(DType from, DType to, const std::string &a) 
 
 } // namespace
 
-Expected<std::string> emitGlsl(const kir::Kernel &kernel) {
-  return Emitter(kernel).run();
+Expected<std::string> emitGlsl(const kir::Kernel &kernel, const gpu::GridPlan &plan) {
+  return Emitter(kernel, plan).run();
 }
 
 } // namespace kiln::codegen

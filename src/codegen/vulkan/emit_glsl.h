@@ -19,14 +19,19 @@
 // Binding ABI (the device's dispatch follows it, runtime/vulkan):
 //   set 0, binding b < buffers: the kernel's buffer b, an array of its
 //     element type (f16/bf16 as their 16-bit patterns, bool as a byte);
-//   set 0, binding `buffers`: int64 params[P + 2] -- the kernel's size
-//     params, then `begin` and `end` of the parallel loop's range;
+//   set 0, binding `buffers`: int64 params[P + 2 (+ 1 + L)] -- the
+//     kernel's size params, then `begin` and `end` of the parallel loop's
+//     range; with a grid plan of L levels (codegen/gpu/grid_plan.h), the
+//     split depth and each level's grid size follow;
 //   workgroup size: specialization constant 0 (local_size_x_id = 0).
 // Invocation g (gl_GlobalInvocationID flattened over x and y) runs
 // iteration begin + g of the top-level Parallel loop, if it is below end;
-// a kernel without one runs whole in each invocation (dispatch one).
+// a kernel without one runs whole in invocation 0. With depth k split,
+// g = ((u * size_1 + j_1) * size_2 + j_2) ... + j_k: parallel iteration
+// begin + u, and iteration j_d of each loop of level d.
 #pragma once
 
+#include "codegen/gpu/grid_plan.h"
 #include "kernel/kernel_ir.h"
 #include "support/status.h"
 
@@ -38,6 +43,7 @@ namespace kiln::codegen {
 // constant 0 overrides it).
 inline constexpr int kDefaultWorkgroupSize = 64;
 
-Expected<std::string> emitGlsl(const kir::Kernel &kernel);
+// `plan`: the loops the shader may split over the grid (none by default).
+Expected<std::string> emitGlsl(const kir::Kernel &kernel, const gpu::GridPlan &plan = {});
 
 } // namespace kiln::codegen

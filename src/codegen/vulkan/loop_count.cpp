@@ -27,14 +27,22 @@ int64_t evaluate(const kir::Affine &a, const std::vector<int64_t> &params) {
   return int64_t(std::clamp<__int128>(sum, std::numeric_limits<int64_t>::min(), kMax));
 }
 
-int64_t iterations(const std::vector<kir::Inst> &body, const std::vector<int64_t> &params) {
+struct Counter {
+  const std::vector<int64_t> &params;
+  const gpu::GridPlan &plan;
+  int depth;
+  int64_t iterations(const std::vector<kir::Inst> &body) const;
+};
+
+int64_t Counter::iterations(const std::vector<kir::Inst> &body) const {
   int64_t total = 0;
   for (const kir::Inst &i : body) {
     if (i.op == kir::Opcode::If) {
-      total = saturatingAdd(total, iterations(i.body, params));
+      total = saturatingAdd(total, iterations(i.body));
     } else if (i.op == kir::Opcode::Loop) {
-      const int64_t inner = iterations(i.body, params);
-      if (i.schedule.kind == kir::Schedule::Kind::Parallel) {
+      const int64_t inner = iterations(i.body);
+      const int level = plan.levelOf(i.loopVar);
+      if (i.schedule.kind == kir::Schedule::Kind::Parallel || (level > 0 && level <= depth)) {
         total = saturatingAdd(total, inner); // one iteration per invocation
       } else {
         const int64_t trips = std::max<int64_t>(0, evaluate(i.upper, params));
@@ -47,8 +55,9 @@ int64_t iterations(const std::vector<kir::Inst> &body, const std::vector<int64_t
 
 } // namespace
 
-int64_t loopIterationsPerInvocation(const kir::Kernel &kernel, const std::vector<int64_t> &params) {
-  return iterations(kernel.body, params);
+int64_t loopIterationsPerInvocation(const kir::Kernel &kernel, const std::vector<int64_t> &params,
+                                    const gpu::GridPlan &plan, int depth) {
+  return Counter{params, plan, depth}.iterations(kernel.body);
 }
 
 } // namespace kiln::codegen

@@ -335,22 +335,17 @@ Expected<std::unique_ptr<Kernel>> Device::createKernel(const std::vector<uint32_
 }
 
 Status Device::dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffers,
-                        const std::vector<int64_t> &params, int64_t begin, int64_t end,
-                        int64_t invocations) {
+                        const std::vector<int64_t> &words, int64_t invocations) {
   if (int(buffers.size()) != kernel.buffers_)
     return makeError("kernel takes ", kernel.buffers_, " buffers, got ", buffers.size());
   for (const Buffer *b : buffers)
     if (!b || b->device_ != this) return Error{"a dispatch buffer is missing or of another device"};
-  // Params, then begin and end (emit_glsl.h).
-  const size_t paramBytes = (params.size() + 2) * sizeof(int64_t);
+  const size_t paramBytes = words.size() * sizeof(int64_t);
   if (!params_ || params_->size() < paramBytes) {
     params_.reset();
     KILN_ASSIGN_OR_RETURN(params_, allocate(std::max<size_t>(paramBytes, 256)));
   }
-  auto *p = static_cast<int64_t *>(params_->data());
-  std::copy(params.begin(), params.end(), p);
-  p[params.size()] = begin;
-  p[params.size() + 1] = end;
+  std::copy(words.begin(), words.end(), static_cast<int64_t *>(params_->data()));
 
   // One set for this dispatch, from a pool of its own.
   VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, uint32_t(buffers.size() + 1)};

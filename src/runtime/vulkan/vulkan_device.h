@@ -100,12 +100,11 @@ public:
   Expected<std::unique_ptr<Buffer>> allocate(size_t bytes);
   Expected<std::unique_ptr<Kernel>> createKernel(const std::vector<uint32_t> &spirv, int buffers,
                                                  int workgroupSize = 64);
-  // Runs `kernel` on `invocations` invocations (emit_glsl.h: invocation g
-  // runs iteration begin + g of the kernel's parallel loop; a kernel
-  // without one needs a single invocation) and waits for it.
+  // Runs `kernel` on `invocations` invocations and waits for it. `words`
+  // fill its params buffer: the kernel's params, begin and end of its
+  // parallel range, and its grid words (emit_glsl.h's binding ABI).
   Status dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffers,
-                  const std::vector<int64_t> &params, int64_t begin, int64_t end,
-                  int64_t invocations);
+                  const std::vector<int64_t> &words, int64_t invocations);
 
 private:
   friend class Buffer;

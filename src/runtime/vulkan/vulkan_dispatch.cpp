@@ -6,12 +6,8 @@
 namespace kiln::vulkan {
 
 Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
-                   const std::vector<const Kernel *> &launches,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
-                   const std::string &label, const LaunchCheck &check) {
-  if (launches.size() != recipe.launches.size())
-    return makeError(label, ": ", launches.size(), " pipelines for ", recipe.launches.size(),
-                     " launches");
+                   const std::string &label, const LaunchPlanner &plan) {
   std::vector<int64_t> values;
   if (Status s = recipe.shapes.run(inputs, values); !s.ok())
     return makeError(label, ": ", s.error().message);
@@ -76,10 +72,13 @@ Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
     // loop: one invocation.
     const int64_t extent = l.extent < 0 ? 1 : values[size_t(l.extent)];
     if (extent <= 0) continue;
-    if (check)
-      if (Status s = check(k, params); !s.ok()) return makeError(label, ": ", s.error().message);
-    const int64_t end = l.extent < 0 ? 0 : extent;
-    if (Status s = device.dispatch(*launches[k], bound, params, 0, end, extent); !s.ok())
+    auto grid = plan(k, params, extent);
+    if (!grid.ok()) return makeError(label, ": ", grid.error().message);
+    if (grid->invocations <= 0) continue; // a split loop with no iterations
+    params.push_back(0);                             // begin
+    params.push_back(l.extent < 0 ? 0 : extent);     // end
+    params.insert(params.end(), grid->words.begin(), grid->words.end());
+    if (Status s = device.dispatch(*grid->pipeline, bound, params, grid->invocations); !s.ok())
       return makeError(label, ": ", s.error().message);
   }
   if (status) {

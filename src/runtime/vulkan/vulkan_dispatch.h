@@ -17,14 +17,24 @@
 
 namespace kiln::vulkan {
 
-// `launches[k]` is the pipeline of recipe.launches[k]; `inputs` are the
-// node's inputs (null: an absent optional input). Fills `outputs`.
-// `check`, when set, sees each launch's params before it runs and may
-// refuse it (a kernel too long for the driver, say).
-using LaunchCheck = std::function<Status(size_t launch, const std::vector<int64_t> &params)>;
+// How a launch runs on the device: the pipeline, the words its kernel
+// reads after its params and parallel range, and its invocations
+// (emit_glsl.h's binding ABI).
+struct LaunchGrid {
+  const Kernel *pipeline = nullptr;
+  std::vector<int64_t> words;
+  int64_t invocations = 0;
+};
+// Picks launch `launch`'s pipeline and grid for its params and parallel
+// extent (1 for a kernel without a parallel loop), or refuses it (a kernel
+// too long for the driver, say).
+using LaunchPlanner = std::function<Expected<LaunchGrid>(
+    size_t launch, const std::vector<int64_t> &params, int64_t extent)>;
+
+// `inputs` are the node's inputs (null: an absent optional input). Fills
+// `outputs`.
 Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
-                   const std::vector<const Kernel *> &launches,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
-                   const std::string &label, const LaunchCheck &check = {});
+                   const std::string &label, const LaunchPlanner &plan);
 
 } // namespace kiln::vulkan
