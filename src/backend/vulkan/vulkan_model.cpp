@@ -176,7 +176,7 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
 Expected<LaunchGrid> VulkanModel::planLaunch(DeviceKernel &k, const std::vector<int64_t> &params,
                                              int64_t extent) {
   const Shader *shader = &k.main;
-  if (k.shaped && !codegen::gpu::segmentsFit(*k.shaped, params)) {
+  if (k.shaped && !codegen::gpu::fitsLaunch(*k.shaped, params)) {
     if (!k.plain) {
       KILN_ASSIGN_OR_RETURN(Shader plain, buildShader(k.lowered, ""));
       k.plain = std::make_unique<Shader>(std::move(plain));

@@ -75,6 +75,10 @@ private:
   std::optional<GridLevel> planLevel(const std::vector<Inst> &block, const std::vector<int> &outer,
                                      std::vector<const Inst *> &loops);
   bool privateVars(const Inst &loop) const;
+  // The status word: stored with any error code, never loaded (grid_plan.h).
+  bool isStatusWord(int buffer) const {
+    return k_.buffers[size_t(buffer)].name == "status" && !contains(loaded_, buffer);
+  }
 
   const kir::Kernel &k_;
   IndexForms forms_;
@@ -118,16 +122,28 @@ std::optional<GridLevel> Planner::planLevel(const std::vector<Inst> &block,
                                             const std::vector<int> &outer,
                                             std::vector<const Inst *> &loops) {
   GridLevel level;
-  for (const Inst &i : block) {
-    if (i.op == Opcode::Loop) {
-      loops.push_back(&i);
-      level.loops.push_back({i.loopVar, i.upper});
-    } else if (i.op == Opcode::Store || i.op == Opcode::VarWrite || i.op == Opcode::VarRead ||
-               i.op == Opcode::If) {
-      return std::nullopt; // effects outside the loops would run once per invocation
+  // The level's loops: those of the block and of the ifs in it (each
+  // invocation evaluates an if's condition alike). Anything else with an
+  // effect would run once per invocation: only the status word may.
+  std::vector<const Inst *> loads; // outside the loops
+  bool ok = true;
+  auto scan = [&](const std::vector<Inst> &b, auto &&self) -> void {
+    for (const Inst &i : b) {
+      if (i.op == Opcode::Loop) {
+        loops.push_back(&i);
+        level.loops.push_back({i.loopVar, i.upper});
+      } else if (i.op == Opcode::If) {
+        self(i.body, self);
+      } else if (i.op == Opcode::VarWrite || i.op == Opcode::VarRead ||
+                 (i.op == Opcode::Store && !isStatusWord(i.buffer))) {
+        ok = false;
+      } else if (i.op == Opcode::Load) {
+        loads.push_back(&i);
+      }
     }
-  }
-  if (loops.empty()) return std::nullopt;
+  };
+  scan(block, scan);
+  if (!ok || loops.empty()) return std::nullopt;
   for (const Inst *l : loops)
     if (!privateVars(*l)) return std::nullopt;
 
@@ -137,12 +153,10 @@ std::optional<GridLevel> Planner::planLevel(const std::vector<Inst> &block,
   for (const Inst *l : loops)
     walk(l->body, around, [&](const Inst &i, const std::vector<int> &) {
       if (i.op != Opcode::Store || contains(writtenBuffers, i.buffer)) return;
-      const bool statusWord = k_.buffers[size_t(i.buffer)].name == "status" &&
-                              !contains(loaded_, i.buffer);
-      if (!statusWord) writtenBuffers.push_back(i.buffer);
+      if (!isStatusWord(i.buffer)) writtenBuffers.push_back(i.buffer);
     });
-  for (const Inst &i : block)
-    if (i.op == Opcode::Load && contains(writtenBuffers, i.buffer)) return std::nullopt;
+  for (const Inst *load : loads)
+    if (contains(writtenBuffers, load->buffer)) return std::nullopt;
 
   for (int buffer : writtenBuffers) {
     std::vector<GridAccess> accesses;
@@ -199,7 +213,23 @@ I128 evaluate(const kir::Affine &a, const std::vector<int64_t> &params) {
 struct Span {
   int64_t trips = 0;
   I128 stride = 0, lo = 0, hi = 0;
+  I128 fixed = 0; // the params' and constants' part
+  std::vector<std::pair<I128, I128>>
+      digits; // (coefficient, trips) of the loop terms, by |coefficient|
 };
+
+// Whether sum(c_i * v_i) over the digits (0 <= v_i < trips_i) takes each
+// value once: each |c| exceeds what the smaller ones span, as in a mixed
+// radix number (out[33600 * k + r] for r < 33600).
+bool mixedRadix(const std::vector<std::pair<I128, I128>> &digits) {
+  I128 span = 0;
+  for (const auto &[c, trips] : digits) {
+    const I128 magnitude = c < 0 ? -c : c;
+    if (trips > 1 && magnitude <= span) return false;
+    span += magnitude * (trips - 1);
+  }
+  return true;
+}
 
 std::optional<Span> spanOf(const GridAccess &a, const GridLevel &level, const GridPlan &plan,
                            const std::vector<int64_t> &params) {
@@ -207,6 +237,7 @@ std::optional<Span> spanOf(const GridAccess &a, const GridLevel &level, const Gr
   Span s;
   s.trips = int64_t(std::clamp<I128>(evaluate(loop.upper, params), 0, kLimit));
   if (s.trips == 0) return std::nullopt; // never runs
+  std::map<int, I128> inner;             // loop variable -> its coefficient
   for (const kir::Term &t : a.form.terms) {
     const I128 value = t.param >= 0 ? I128(t.coeff) * (t.param < int(params.size())
                                                            ? params[size_t(t.param)]
@@ -215,16 +246,26 @@ std::optional<Span> spanOf(const GridAccess &a, const GridLevel &level, const Gr
     if (t.loopVar == loop.loopVar) {
       s.stride += value;
     } else if (t.loopVar >= 0) {
-      const I128 trips = t.loopVar < int(plan.loopUpper.size())
-                             ? evaluate(plan.loopUpper[size_t(t.loopVar)], params)
-                             : 0;
-      if (trips <= 0) return std::nullopt; // inside a loop that never runs
-      (value > 0 ? s.hi : s.lo) += value * (trips - 1);
+      inner[t.loopVar] += value;
     } else {
       s.lo += value;
       s.hi += value;
+      s.fixed += value;
     }
   }
+  for (const auto &[var, value] : inner) {
+    const I128 trips =
+        var < int(plan.loopUpper.size()) ? evaluate(plan.loopUpper[size_t(var)], params) : 0;
+    if (trips <= 0) return std::nullopt; // inside a loop that never runs
+    (value > 0 ? s.hi : s.lo) += value * (trips - 1);
+    if (value != 0) s.digits.push_back({value, trips});
+  }
+  if (s.stride != 0) s.digits.push_back({s.stride, s.trips});
+  auto magnitude = [](I128 c) { return c < 0 ? -c : c; };
+  std::sort(s.digits.begin(), s.digits.end(), [&](const auto &x, const auto &y) {
+    return magnitude(x.first) != magnitude(y.first) ? magnitude(x.first) < magnitude(y.first)
+                                                    : x < y;
+  });
   return s;
 }
 
@@ -238,6 +279,11 @@ I128 ceilDiv(I128 a, I128 b) { // b > 0
 // Whether iteration ja of a and iteration jb != ja of b can touch one element.
 bool mayOverlap(const Span &a, const Span &b) {
   const I128 dlo = -(I128(b.trips) - 1), dhi = I128(a.trips) - 1; // d = ja - jb
+  // The same lattice of elements, each element once: equal elements mean
+  // equal loop variables, so ja == jb.
+  if (a.stride != 0 && a.stride == b.stride && a.fixed == b.fixed && a.digits == b.digits &&
+      mixedRadix(a.digits))
+    return false;
   if (a.stride != b.stride) {
     // Different strides: compare the whole ranges (conservative).
     const I128 aLo = a.lo + std::min<I128>(0, a.stride * (a.trips - 1));
@@ -279,6 +325,10 @@ bool independent(const GridLevel &level, const GridPlan &plan, const std::vector
 }
 
 } // namespace
+
+bool levelIndependent(const GridPlan &plan, size_t level, const std::vector<int64_t> &params) {
+  return level < plan.levels.size() && independent(plan.levels[level], plan, params);
+}
 
 GridPlan planGrid(const kir::Kernel &kernel) {
   return Planner(kernel).run();

@@ -7,13 +7,14 @@
 // below the parallel loop whose iterations may run as invocations of their
 // own, level by level:
 //
-//   level 1: the loops directly in the parallel loop's body (or in the
-//            kernel's body when it has none), run side by side: invocation
-//            j of the level runs iteration j of each of them;
-//   level d+1: the loops directly in level d's loop, when level d has one.
+//   level 1: the loops in the parallel loop's body (or in the kernel's
+//            body when it has none), directly or under ifs, run side by
+//            side: invocation j of the level runs iteration j of each;
+//   level d+1: the loops in level d's loop, when level d has one.
 //
 // A level qualifies statically when everything else in its block is pure
-// (no stores, no variables, no ifs, no loads of what its loops write), each
+// (no stores but the status word's, no variables, no loads of what its
+// loops write; ifs are evaluated alike by every invocation), each
 // variable a loop uses is private to one iteration of it (written first,
 // used nowhere else), and every access to a buffer its loops write is an
 // affine form (index_form.h) that shares its opaque part and its terms in
@@ -21,9 +22,11 @@
 // are really independent depends on the run's sizes (a loop's stride may be
 // a param), so chooseGrid() decides per launch: iterations j != j' of a
 // level must touch disjoint elements of every buffer written there, which
-// it checks exactly on intervals. It splits as many levels as pass, in
-// order; the kernel's code runs unsplit levels whole, so any depth from 0
-// to levels.size() computes the same result.
+// it checks on intervals (exactly for one loop variable) and, for accesses
+// over the same lattice of elements, by the lattice taking each element
+// once (mixed-radix strides: out[33600 * k + j] for j < 33600). It splits as many levels as pass,
+// in order; the kernel's code runs unsplit levels whole, so any depth from 0 to levels.size()
+// computes the same result.
 //
 // The status word (a buffer named "status" that the kernel only stores
 // to) is exempt, as on the CPU, where threads report codes concurrently.
@@ -74,6 +77,9 @@ struct GridLaunch {
 // The deepest split whose levels are independent for `params` and whose
 // invocations stay within `maxInvocations`. `extent`: the parallel loop's
 // iterations this launch runs (1 for a kernel without one).
+// Whether level `level` (0-based) of the plan may run split for `params`.
+bool levelIndependent(const GridPlan &plan, size_t level, const std::vector<int64_t> &params);
+
 GridLaunch chooseGrid(const GridPlan &plan, const std::vector<int64_t> &params, int64_t extent,
                       int64_t maxInvocations);
 

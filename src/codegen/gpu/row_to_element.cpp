@@ -1,5 +1,6 @@
 #include "codegen/gpu/row_to_element.h"
 
+#include "codegen/gpu/grid_plan.h"
 #include "codegen/gpu/index_form.h"
 
 #include <algorithm>
@@ -81,11 +82,14 @@ private:
     int64_t stride = 0;
     Affine offset; // params and constants
     Affine rest;   // terms in the parallel loop
+    Affine others; // terms in other loops (reduction loops around the row loop)
     int base = -1;
+    bool store = false;
   };
   bool classify(const std::vector<Inst> &body, const Inst *loop, int loopDepth);
   bool collectAccesses(const std::vector<Inst> &body, const Inst *loop);
-  bool rowOffsets();
+  void rowOffsets();
+  bool promotable(int buffer) const;
   bool inlineRows(const std::vector<Inst> &body, std::vector<Inst> &out, kir::Kernel &k) const;
   void promote(kir::Kernel &k, std::vector<Inst> &rowBody, int buffer) const;
   bool isStatusWord(int buffer) const {
@@ -102,7 +106,7 @@ private:
   bool nestedRow_ = false;            // a row loop under another loop
   std::vector<Access> accesses_;
   std::map<int, Affine> rowOffset_;   // row loop variable -> its offset in the row
-  std::map<int, const Access *> reference_; // written buffer -> an access in the first row loop
+  std::set<int> promoted_;            // written buffers kept in a variable per element
 };
 
 bool isRow(const std::vector<const Inst *> &rows, int loopVar) {
@@ -139,7 +143,7 @@ bool Rewriter::collectAccesses(const std::vector<Inst> &body, const Inst *loop) 
         const std::vector<int> &around = forms_.loopsAround(f->base);
         if (!(around.empty() || (around.size() == 1 && around[0] == parallelVar_))) return false;
       }
-      Access a{i.buffer, loop->loopVar, 0, {}, {}, f->base};
+      Access a{i.buffer, loop->loopVar, 0, {}, {}, {}, f->base, i.op == Opcode::Store};
       for (const kir::Term &t : f->affine.terms) {
         if (t.loopVar == loop->loopVar) {
           if (t.param >= 0 || a.stride != 0) return false;
@@ -147,7 +151,7 @@ bool Rewriter::collectAccesses(const std::vector<Inst> &body, const Inst *loop) 
         } else if (t.loopVar == parallelVar_) {
           a.rest.terms.push_back(t);
         } else if (t.loopVar >= 0) {
-          return false;
+          a.others.terms.push_back(t);
         } else {
           a.offset.terms.push_back(t);
         }
@@ -161,28 +165,58 @@ bool Rewriter::collectAccesses(const std::vector<Inst> &body, const Inst *loop) 
   return true;
 }
 
-// Places each row loop in the row: its offset from the first row loop, the
-// same for every buffer it writes (a row of the CPU's conv lowering comes
-// as a left border, an interior and a right border).
-bool Rewriter::rowOffsets() {
-  const int first = rows_.front()->loopVar;
-  for (const Access &a : accesses_)
-    if (a.loop == first && !reference_.count(a.buffer)) reference_[a.buffer] = &a;
-  for (const Access &a : accesses_) {
-    auto ref = reference_.find(a.buffer);
-    if (ref == reference_.end()) return false; // not written in the first row loop
-    const Access &r = *ref->second;
-    if (a.stride != r.stride || a.base != r.base || !sameAffine(a.rest, r.rest)) return false;
-    const Affine diff = plus(a.offset, scaled(r.offset, -1));
-    Affine offset; // diff / stride
-    if (!diff.terms.empty()) {
-      if (a.stride != 1 && a.stride != -1) return false;
-      offset = scaled(diff, a.stride);
+// Places each row loop in the row: its offset from the first row loop,
+// read off an access to a buffer that an earlier row loop accesses at the
+// same element up to params and constants (a row of the CPU's conv
+// lowering comes as a left border, an interior and a right border); 0
+// where none tells. Any placement computes the same as long as no two
+// elements touch one location, which the launch checks (row_to_element.h).
+void Rewriter::rowOffsets() {
+  auto simple = [](const Access &a) { return a.others.terms.empty(); };
+  for (const Inst *row : rows_) {
+    Affine offset;
+    bool placed = false;
+    // Stores say best which element an iteration produces: tried first.
+    std::vector<const Access *> mine;
+    for (const Access &a : accesses_)
+      if (a.loop == row->loopVar && simple(a)) mine.push_back(&a);
+    std::stable_partition(mine.begin(), mine.end(), [](const Access *a) { return a->store; });
+    for (const Access *candidate : mine) {
+      const Access &a = *candidate;
+      if (placed) break;
+      for (const Access &r : accesses_) {
+        if (!rowOffset_.count(r.loop) || r.buffer != a.buffer || !simple(r) ||
+            r.stride != a.stride || r.base != a.base || !sameAffine(r.rest, a.rest))
+          continue;
+        const Affine diff = plus(a.offset, scaled(r.offset, -1));
+        if (!diff.terms.empty() && a.stride != 1 && a.stride != -1) continue;
+        offset = plus(rowOffset_.at(r.loop), scaled(diff, a.stride)); // diff / stride
+        placed = true;
+        break;
+      }
     }
-    auto [it, fresh] = rowOffset_.emplace(a.loop, offset);
-    if (!fresh && !sameAffine(it->second, offset)) return false;
+    rowOffset_[row->loopVar] = offset;
   }
-  return true;
+}
+
+// Whether every access to `buffer` is one element per row element: no
+// other loop in its index, and the same element once placed.
+bool Rewriter::promotable(int buffer) const {
+  const Access *first = nullptr;
+  Affine element; // offset - stride * row offset: equal for all
+  for (const Access &a : accesses_) {
+    if (a.buffer != buffer) continue;
+    if (!a.others.terms.empty()) return false;
+    const Affine at = plus(a.offset, scaled(rowOffset_.at(a.loop), -a.stride));
+    if (!first) {
+      first = &a;
+      element = at;
+    } else if (a.stride != first->stride || a.base != first->base ||
+               !sameAffine(a.rest, first->rest) || !sameAffine(at, element)) {
+      return false;
+    }
+  }
+  return first != nullptr;
 }
 
 bool Rewriter::inlineRows(const std::vector<Inst> &body, std::vector<Inst> &out,
@@ -272,7 +306,11 @@ void replaceAccesses(std::vector<Inst> &body, int buffer, int var) {
 // Keeps `buffer`'s element of the row in a variable: loaded first unless
 // the first access stores it unconditionally, stored once at the end.
 void Rewriter::promote(kir::Kernel &k, std::vector<Inst> &rowBody, int buffer) const {
-  const Access &ref = *reference_.at(buffer);
+  const Access *found = nullptr;
+  for (const Access &a : accesses_)
+    if (a.buffer == buffer && !found) found = &a;
+  const Access &ref = *found;
+  const Affine element = plus(ref.offset, scaled(rowOffset_.at(ref.loop), -ref.stride));
   const DType type = k.buffers[size_t(buffer)].dtype;
   std::string name = "elem_" + k.buffers[size_t(buffer)].name;
   auto taken = [&](const std::string &n) {
@@ -295,7 +333,7 @@ void Rewriter::promote(kir::Kernel &k, std::vector<Inst> &rowBody, int buffer) c
     i.op = op;
     i.type = type;
     i.buffer = buffer;
-    i.index = plus(plus(Affine{{kir::Term{ref.stride, -1, rowVar_}}}, ref.offset), ref.rest);
+    i.index = plus(plus(Affine{{kir::Term{ref.stride, -1, rowVar_}}}, element), ref.rest);
     i.dynIndex = ref.base;
     return i;
   };
@@ -327,7 +365,8 @@ std::optional<RowShapedKernel> Rewriter::run() {
   parallelVar_ = parallel->loopVar;
   collectLoads(k_.body, loaded_);
   if (!classify(parallel->body, nullptr, 0) || rows_.empty() || !nestedRow_) return std::nullopt;
-  if (!collectAccesses(parallel->body, nullptr) || !rowOffsets()) return std::nullopt;
+  if (!collectAccesses(parallel->body, nullptr)) return std::nullopt;
+  rowOffsets();
 
   RowShapedKernel shaped;
   shaped.kernel = k_;
@@ -353,12 +392,19 @@ std::optional<RowShapedKernel> Rewriter::run() {
   row.loopVar = rowVar_;
   row.upper = shaped.rowUpper;
   if (!inlineRows(effects, row.body, k)) return std::nullopt;
-  for (int buffer : written_) promote(k, row.body, buffer);
+  for (int buffer : written_)
+    if (promotable(buffer)) promote(k, row.body, buffer);
   for (Inst &top : k.body)
     if (top.op == Opcode::Loop && top.loopVar == parallelVar_) {
       top.body = std::move(prefix);
       top.body.push_back(std::move(row));
     }
+  // Useful, and checkable per launch, only as a grid level of its own.
+  shaped.plan = planGrid(k);
+  const GridPlan &plan = shaped.plan;
+  if (plan.levels.empty() || plan.levels[0].loops.size() != 1 ||
+      plan.levels[0].loops[0].loopVar != rowVar_)
+    return std::nullopt;
   return shaped;
 }
 
@@ -375,7 +421,8 @@ std::optional<RowShapedKernel> rowPassesToElements(const kir::Kernel &kernel) {
   return Rewriter(kernel).run();
 }
 
-bool segmentsFit(const RowShapedKernel &shaped, const std::vector<int64_t> &params) {
+bool fitsLaunch(const RowShapedKernel &shaped, const std::vector<int64_t> &params) {
+  if (!levelIndependent(shaped.plan, 0, params)) return false;
   const int64_t row = evaluate(shaped.rowUpper, params);
   for (const RowShapedKernel::Segment &s : shaped.segments) {
     const int64_t n = evaluate(s.upper, params);

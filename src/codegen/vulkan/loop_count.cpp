@@ -42,8 +42,10 @@ int64_t Counter::iterations(const std::vector<kir::Inst> &body) const {
     } else if (i.op == kir::Opcode::Loop) {
       const int64_t inner = iterations(i.body);
       const int level = plan.levelOf(i.loopVar);
-      if (i.schedule.kind == kir::Schedule::Kind::Parallel || (level > 0 && level <= depth)) {
-        total = saturatingAdd(total, inner); // one iteration per invocation
+      if (i.schedule.kind == kir::Schedule::Kind::Parallel) {
+        total = saturatingAdd(total, inner); // an if in the shader, not a loop
+      } else if (level > 0 && level <= depth) {
+        total = saturatingAdd(total, saturatingAdd(1, inner)); // one iteration
       } else {
         const int64_t trips = std::max<int64_t>(0, evaluate(i.upper, params));
         total = saturatingAdd(total, saturatingMul(trips, saturatingAdd(1, inner)));
