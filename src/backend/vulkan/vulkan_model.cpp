@@ -36,7 +36,8 @@ void collectMissing(const cpu::Program &p, std::string &missing) {
 } // namespace
 
 VulkanModel::~VulkanModel() {
-  kernels_.clear(); // pipelines before their device
+  kernels_.clear(); // pipelines and buffers before their device
+  tensors_.reset();
 }
 
 Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const std::string &device,
@@ -44,6 +45,7 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
                                                             const std::string &dumpDir) {
   std::unique_ptr<VulkanModel> m(new VulkanModel);
   KILN_ASSIGN_OR_RETURN(m->device_, Device::open(device));
+  m->tensors_ = std::make_unique<DeviceTensors>(*m->device_);
   cpu::CompileOptions options;
   options.optLevel = optLevel;
   options.dumpDir = dumpDir;
@@ -99,14 +101,29 @@ Expected<std::vector<RtValue>> VulkanModel::run(std::vector<RtValue> inputs) {
   if (std::string why = rt::inputMismatch(inputs_, inputs); !why.empty()) return Error{why};
   cpu::Frame frame;
   frame.slots.resize(size_t(main.numSlots));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    frame.slots[size_t(main.inputSlots[i])] = std::move(inputs[i]);
-  return runProgram(main, frame);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RtValue &slot = frame.slots[size_t(main.inputSlots[i])];
+    slot = std::move(inputs[i]);
+    if (slot.isTensor() && slot.tensor.dtype() != DType::String) { // on the device once
+      KILN_ASSIGN_OR_RETURN(slot.tensor, tensors_->upload(slot.tensor));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<RtValue> outputs, runProgram(main, frame));
+  // Out of device memory: the caller's tensors must not hold the device's
+  // buffers (they may outlive it).
+  for (RtValue &v : outputs)
+    if (v.isTensor() && tensors_->find(v.tensor)) v.tensor = v.tensor.clone();
+  return outputs;
 }
 
 Expected<std::vector<RtValue>> VulkanModel::runProgram(const cpu::Program &program,
                                                        cpu::Frame &frame) {
-  for (const auto &[slot, value] : program.constants) frame.slots[size_t(slot)] = value;
+  for (const auto &[slot, value] : program.constants) {
+    frame.slots[size_t(slot)] = value;
+    if (value.isTensor()) { // weights: uploaded on the first run, kept
+      KILN_ASSIGN_OR_RETURN(frame.slots[size_t(slot)].tensor, tensors_->constant(value.tensor));
+    }
+  }
   cpu::ExecContext ctx;
   ctx.pool = hostPool_.get();
   for (const auto &step : program.steps) {
@@ -162,7 +179,7 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
   };
   std::vector<Tensor> out;
   KILN_RETURN_IF_ERROR(
-      runDispatch(*device_, step.recipe(), in, out, step.describe(), plan));
+      runDispatch(*device_, *tensors_, step.recipe(), in, out, step.describe(), plan));
   const std::vector<int> &outSlots = step.outputSlots();
   for (size_t o = 0; o < outSlots.size() && o < out.size(); ++o)
     if (outSlots[o] >= 0) frame.slots[size_t(outSlots[o])] = RtValue(std::move(out[o]));

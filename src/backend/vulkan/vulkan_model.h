@@ -18,6 +18,7 @@
 #include "codegen/gpu/row_to_element.h"
 #include "runtime/cpu/dispatch_step.h"
 #include "runtime/cpu/steps.h"
+#include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/vulkan_device.h"
 #include "runtime/vulkan/vulkan_dispatch.h"
 
@@ -51,6 +52,7 @@ private:
   Status runIf(const cpu::IfStep &step, cpu::Frame &frame);
   Status runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &frame);
   std::unique_ptr<Device> device_;
+  std::unique_ptr<DeviceTensors> tensors_; // before device_ goes
   std::unique_ptr<cpu::CompiledModel> compiled_;
   std::vector<artifact::TensorInfo> inputs_;               // what run() checks inputs against
   // A kernel as the device runs it: pipeline, Kernel IR and grid plan.

@@ -5,7 +5,7 @@
 
 namespace kiln::vulkan {
 
-Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
+Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRecipe &recipe,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
                    const std::string &label, const LaunchPlanner &plan) {
   std::vector<int64_t> values;
@@ -24,11 +24,17 @@ Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
     owned.push_back(std::move(b));
     return Status::success();
   };
+  std::vector<std::shared_ptr<Buffer>> resident; // inputs already on the device
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor *t = inputs[i];
     if (t && t->dtype() == DType::String)
       return makeError(label, ": input ", i,
                        " holds strings, which the vulkan target has no buffers for");
+    if (std::shared_ptr<Buffer> b = t ? tensors.find(*t) : nullptr) {
+      bound.push_back(b.get());
+      resident.push_back(std::move(b));
+      continue;
+    }
     KILN_RETURN_IF_ERROR(t ? add(t->byteSize(), t->raw()) : add(0, nullptr));
   }
   outputs.clear();
@@ -49,8 +55,10 @@ Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
       if (d < 0) return makeError(label, ": output ", o, " would have a negative dim");
       shape.push_back(d);
     }
-    outputs.emplace_back(spec.dtype, shape);
-    KILN_RETURN_IF_ERROR(add(outputs.back().byteSize(), nullptr));
+    // Written in place on the device, read from there by whoever takes it.
+    KILN_ASSIGN_OR_RETURN(Tensor t, tensors.allocate(spec.dtype, shape));
+    bound.push_back(tensors.find(t).get());
+    outputs.push_back(std::move(t));
   }
   for (const cpu::DispatchRecipe::Scratch &s : recipe.scratch) {
     const int64_t n = values[size_t(s.numel)];
@@ -90,9 +98,6 @@ Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
                            ? recipe.statusMessages[size_t(code) - 1]
                            : std::string("kernel reported an error"));
   }
-  for (size_t o = 0; o < outputs.size(); ++o)
-    if (outputs[o].byteSize() > 0)
-      std::memcpy(outputs[o].mutableRaw(), bound[inputs.size() + o]->data(), outputs[o].byteSize());
   return Status::success();
 }
 

@@ -2,12 +2,14 @@
 // recipe as on the CPU -- the shape program sizes outputs, scratch and
 // params from the inputs' shapes -- with each launch a compute dispatch of
 // its kernel's SPIR-V (codegen/vulkan, binding ABI of emit_glsl.h) over the
-// launch's parallel extent. Inputs are copied into device buffers and
-// outputs back (this first slice keeps tensors on the host between
-// dispatches); a kernel's status word is checked as on the CPU.
+// grid its planner picks. Inputs already on the device (device_tensors.h)
+// are bound as they are, others copied in; outputs are views of the device
+// buffers they were written to; a kernel's status word is checked as on
+// the CPU.
 #pragma once
 
 #include "runtime/cpu/dispatch_step.h"
+#include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/vulkan_device.h"
 #include "support/tensor.h"
 
@@ -33,7 +35,7 @@ using LaunchPlanner = std::function<Expected<LaunchGrid>(
 
 // `inputs` are the node's inputs (null: an absent optional input). Fills
 // `outputs`.
-Status runDispatch(Device &device, const cpu::DispatchRecipe &recipe,
+Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRecipe &recipe,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
                    const std::string &label, const LaunchPlanner &plan);
 

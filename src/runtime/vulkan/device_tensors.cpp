@@ -1,0 +1,44 @@
+#include "runtime/vulkan/device_tensors.h"
+
+#include <cstring>
+
+namespace kiln::vulkan {
+
+std::shared_ptr<Buffer> DeviceTensors::find(const Tensor &t) const {
+  if (!t.defined() || t.dtype() == DType::String) return nullptr;
+  auto it = byData_.find(t.raw());
+  if (it == byData_.end()) return nullptr;
+  std::shared_ptr<Buffer> b = it->second.lock();
+  return b && b->size() >= t.byteSize() ? b : nullptr;
+}
+
+Expected<Tensor> DeviceTensors::allocate(DType dtype, const Shape64 &shape) {
+  if (dtype == DType::String) return Error{"strings have no device buffers"};
+  const size_t bytes = size_t(numelOf(shape)) * dtypeSize(dtype);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> owned, device_.allocate(bytes));
+  std::shared_ptr<Buffer> buffer(std::move(owned));
+  // Forget buffers that are gone, so the registry stays the size of what lives.
+  for (auto it = byData_.begin(); it != byData_.end();)
+    it = it->second.expired() ? byData_.erase(it) : std::next(it);
+  byData_[buffer->data()] = buffer;
+  const void *data = buffer->data();
+  return Tensor::view(dtype, shape, std::shared_ptr<const void>(buffer, data), data);
+}
+
+Expected<Tensor> DeviceTensors::upload(const Tensor &t) {
+  KILN_ASSIGN_OR_RETURN(Tensor d, allocate(t.dtype(), t.shape()));
+  if (t.byteSize() > 0) std::memcpy(d.mutableRaw(), t.raw(), t.byteSize());
+  return d;
+}
+
+Expected<Tensor> DeviceTensors::constant(const Tensor &t) {
+  if (t.dtype() == DType::String || find(t)) return t;
+  auto it = constants_.find(t.raw());
+  if (it != constants_.end() && it->second.shape() == t.shape() && it->second.dtype() == t.dtype())
+    return it->second;
+  KILN_ASSIGN_OR_RETURN(Tensor d, upload(t));
+  constants_[t.raw()] = d;
+  return d;
+}
+
+} // namespace kiln::vulkan

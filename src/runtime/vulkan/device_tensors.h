@@ -1,0 +1,42 @@
+// Tensors that live in a Vulkan device's buffers, so that a model's
+// dispatches hand them on without copies: a dispatch's outputs are tensor
+// views of the device buffers they were written to (host-visible memory:
+// host ops and the caller read them in place), and a later dispatch that
+// takes such a tensor binds its buffer as it is. Weights are uploaded once.
+//
+// Ownership: each view holds its buffer; the registry only remembers which
+// buffer a tensor's data is (weakly). Every view must be gone, and the
+// registry destroyed, before the device that made the buffers.
+// One thread at a time, like the device.
+#pragma once
+
+#include "runtime/vulkan/vulkan_device.h"
+#include "support/tensor.h"
+
+#include <map>
+#include <memory>
+
+namespace kiln::vulkan {
+
+class DeviceTensors {
+public:
+  explicit DeviceTensors(Device &device) : device_(device) {}
+
+  // The device buffer holding `t`'s data (from its first byte, at least
+  // byteSize() long), or null when it lives elsewhere.
+  std::shared_ptr<Buffer> find(const Tensor &t) const;
+  // A tensor in a new device buffer, contents undefined.
+  Expected<Tensor> allocate(DType dtype, const Shape64 &shape);
+  // `t` copied into a new device buffer.
+  Expected<Tensor> upload(const Tensor &t);
+  // `t` on the device, uploaded the first time it is asked for and kept
+  // (weights: their data never changes while the model lives).
+  Expected<Tensor> constant(const Tensor &t);
+
+private:
+  Device &device_;
+  std::map<const void *, std::weak_ptr<Buffer>> byData_;
+  std::map<const void *, Tensor> constants_; // by the host data's address
+};
+
+} // namespace kiln::vulkan
