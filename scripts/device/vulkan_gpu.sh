@@ -32,8 +32,8 @@ fi
 cat "$OUT/torch.jsonl"
 for m in resnet50 mobilenet_v2 bert_base; do
   echo "== $m"
-  timeout 300 kiln verify $M/$m.onnx --target vulkan > "$OUT/verify_$m.txt" 2>&1
+  timeout 150 kiln verify $M/$m.onnx --target vulkan > "$OUT/verify_$m.txt" 2>&1
   tail -3 "$OUT/verify_$m.txt"
-  timeout 200 kiln bench $M/$m.onnx --target vulkan --runs 20 --warmup 3 --json 2>&1 | tail -1 | tee -a "$OUT/bench.jsonl"
-  timeout 200 kiln bench $M/$m.onnx --target cpu --runs 20 --warmup 3 --json 2>&1 | tail -1 | tee -a "$OUT/bench.jsonl"
+  timeout 150 kiln bench $M/$m.onnx --target vulkan --runs 20 --warmup 3 --json 2>&1 | tail -1 | tee -a "$OUT/bench.jsonl"
+  timeout 60 kiln bench $M/$m.onnx --target cpu --runs 20 --warmup 3 --json 2>&1 | tail -1 | tee -a "$OUT/bench.jsonl"
 done

@@ -12,6 +12,8 @@
 #include "runtime/vulkan/vulkan_dispatch.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace kiln::vulkan {
@@ -23,6 +25,16 @@ namespace {
 bool runsOnVulkan(const cpu::Step &step) {
   return step.kind() == cpu::StepKind::Dispatch || step.kind() == cpu::StepKind::HostOp ||
          step.kind() == cpu::StepKind::If;
+}
+
+// Which step launches each kernel, for errors that name the node.
+void collectLabels(const cpu::Program &p, std::map<std::string, std::string> &labels) {
+  for (const auto &step : p.steps) {
+    if (step->kind() == cpu::StepKind::Dispatch)
+      for (const auto &l : static_cast<const cpu::DispatchStep &>(*step).recipe().launches)
+        labels[l.symbol] = step->describe();
+    for (const cpu::Program *sub : step->subPrograms()) collectLabels(*sub, labels);
+  }
 }
 
 // The steps of `p` and of its If branches that this slice cannot run.
@@ -64,6 +76,8 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
                      missing);
   const auto t0 = std::chrono::steady_clock::now();
   std::string shapedText; // the kernels as the device runs them, for --dump-dir
+  std::map<std::string, std::string> labels;
+  collectLabels(main, labels);
   for (const kir::Kernel &k : m->compiled_->kernels()) {
     DeviceKernel dk;
     dk.lowered = k;
@@ -73,7 +87,9 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
     if (dk.shaped)
       if (Status s = verifyKernel(dk.shaped->kernel); !s.ok())
         return makeError("row-to-element rewrite of kernel ", k.name, ": ", s.error().message);
-    KILN_ASSIGN_OR_RETURN(dk.main, m->buildShader(dk.shaped ? dk.shaped->kernel : k, dumpDir));
+    auto shader = m->buildShader(dk.shaped ? dk.shaped->kernel : k, dumpDir);
+    if (!shader.ok()) return makeError(labels[k.name], ": ", shader.error().message);
+    dk.main = std::move(*shader);
     if (!dumpDir.empty()) shapedText += printKernel(dk.main.ir) + "\n";
     m->kernels_[k.name] = std::move(dk);
   }
@@ -211,6 +227,11 @@ Expected<LaunchGrid> VulkanModel::planLaunch(DeviceKernel &k, const std::vector<
     grid.words.insert(grid.words.end(), g.sizes.begin(), g.sizes.end());
     grid.words.resize(1 + shader->plan.levels.size(), 1); // unsplit levels: never read
   }
+  static const bool trace = std::getenv("KILN_VULKAN_TRACE") != nullptr;
+  if (trace) // what each launch runs as, before it runs (a driver crash names its kernel)
+    std::fprintf(stderr, "kiln vulkan: %s%s grid depth %d of %zu, %lld invocations\n",
+                 shader->ir.name.c_str(), shader == &k.main && k.shaped ? " (shaped)" : "", g.depth,
+                 shader->plan.levels.size(), (long long)g.invocations);
   const int64_t budget = device_->info().limits.loopIterations;
   if (budget > 0) {
     const int64_t n = codegen::loopIterationsPerInvocation(shader->ir, params, shader->plan, g.depth);

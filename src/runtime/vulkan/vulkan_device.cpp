@@ -178,6 +178,9 @@ Expected<std::unique_ptr<Device>> Device::open(const std::string &selector) {
   VkPhysicalDeviceProperties p{};
   api.vkGetPhysicalDeviceProperties(dev->physical_, &p);
   dev->maxGroupsX_ = std::max<uint32_t>(1, p.limits.maxComputeWorkGroupCount[0]);
+  dev->info_.maxStorageBuffers =
+      std::min({p.limits.maxPerStageDescriptorStorageBuffers,
+                p.limits.maxDescriptorSetStorageBuffers, p.limits.maxPerStageResources});
 
   // Enable exactly the kernel features the device has.
   Features &have = features[chosen];
@@ -286,6 +289,11 @@ Kernel::~Kernel() {
 
 Expected<std::unique_ptr<Kernel>> Device::createKernel(const std::vector<uint32_t> &spirv,
                                                        int buffers, int workgroupSize) {
+  // Past the limit a driver may crash instead of failing (lavapipe does).
+  if (uint32_t(buffers) + 1 > info_.maxStorageBuffers)
+    return makeError("the kernel binds ", buffers + 1, " storage buffers (its ", buffers,
+                     " tensors and its params); the device allows ", info_.maxStorageBuffers,
+                     " per shader");
   std::unique_ptr<Kernel> k(new Kernel);
   k->device_ = this;
   k->buffers_ = buffers;

@@ -36,6 +36,7 @@ struct DeviceInfo {
   // kernel needing one it lacks fails at pipeline creation.
   bool int64 = false, float64 = false, int16 = false, int8 = false, float16 = false;
   bool storage8 = false, storage16 = false;
+  uint32_t maxStorageBuffers = 0; // bindings one compute shader may use
   DriverLimits limits; // what the driver does not report (driver_limits.h)
 };
 
