@@ -318,13 +318,11 @@ protected:
     ASSERT_TRUE(spirv.ok()) << spirv.error().message;
     auto kernel = device_->createKernel(*spirv, int(buffers.size()));
     ASSERT_TRUE(kernel.ok()) << kernel.error().message;
-    std::vector<std::unique_ptr<vulkan::Buffer>> owned;
-    std::vector<vulkan::Buffer *> bound;
+    std::vector<std::shared_ptr<vulkan::Buffer>> owned;
     for (auto &b : buffers) {
       auto buf = device_->allocate(b.size() * sizeof(float));
       ASSERT_TRUE(buf.ok());
       std::memcpy((*buf)->data(), b.data(), b.size() * sizeof(float));
-      bound.push_back(buf->get());
       owned.push_back(std::move(*buf));
     }
     std::vector<int64_t> words = params;
@@ -333,7 +331,7 @@ protected:
     words.push_back(g.depth);
     words.insert(words.end(), g.sizes.begin(), g.sizes.end());
     words.resize(params.size() + 3 + plan.levels.size(), 1);
-    ASSERT_TRUE(device_->dispatch(**kernel, bound, words, g.invocations).ok());
+    ASSERT_TRUE(device_->dispatch(**kernel, owned, words, g.invocations).ok());
     for (size_t b = 0; b < buffers.size(); ++b) {
       const auto *got = static_cast<const float *>(owned[b]->data());
       for (size_t e = 0; e < buffers[b].size(); ++e)

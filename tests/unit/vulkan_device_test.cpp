@@ -69,19 +69,17 @@ protected:
     ASSERT_TRUE(spirv.ok()) << spirv.error().message;
     auto kernel = device_->createKernel(*spirv, int(buffers.size()));
     ASSERT_TRUE(kernel.ok()) << kernel.error().message;
-    std::vector<std::unique_ptr<vulkan::Buffer>> owned;
-    std::vector<vulkan::Buffer *> bound;
+    std::vector<std::shared_ptr<vulkan::Buffer>> owned;
     for (auto &b : buffers) {
       auto buf = device_->allocate(b.size());
       ASSERT_TRUE(buf.ok()) << buf.error().message;
       std::memcpy((*buf)->data(), b.data(), b.size());
-      bound.push_back(buf->get());
       owned.push_back(std::move(*buf));
     }
     std::vector<int64_t> words = params;
     words.push_back(begin);
     words.push_back(n);
-    Status s = device_->dispatch(**kernel, bound, words, n - begin);
+    Status s = device_->dispatch(**kernel, owned, words, n - begin);
     ASSERT_TRUE(s.ok()) << s.error().message;
     gpu.clear();
     for (auto &b : owned) {

@@ -100,6 +100,12 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
   return m;
 }
 
+Status VulkanModel::flush() {
+  Status ran = device_->flush();
+  Status reported = checkStatuses(pending_);
+  return !ran.ok() ? ran : reported;
+}
+
 Expected<VulkanModel::Shader> VulkanModel::buildShader(kir::Kernel ir,
                                                       const std::string &dumpDir) const {
   Shader shader;
@@ -124,7 +130,13 @@ Expected<std::vector<RtValue>> VulkanModel::run(std::vector<RtValue> inputs) {
       KILN_ASSIGN_OR_RETURN(slot.tensor, tensors_->upload(slot.tensor));
     }
   }
-  KILN_ASSIGN_OR_RETURN(std::vector<RtValue> outputs, runProgram(main, frame));
+  auto ran = runProgram(main, frame);
+  if (!ran.ok()) { // the batch is run and dropped: the next run starts clean
+    (void)device_->flush();
+    pending_.clear();
+    return ran.error();
+  }
+  std::vector<RtValue> outputs = std::move(*ran);
   // Out of device memory: the caller's tensors must not hold the device's
   // buffers (they may outlive it).
   for (RtValue &v : outputs)
@@ -143,6 +155,11 @@ Expected<std::vector<RtValue>> VulkanModel::runProgram(const cpu::Program &progr
   cpu::ExecContext ctx;
   ctx.pool = hostPool_.get();
   for (const auto &step : program.steps) {
+    // Dispatches run batched; a step of the host, or a dispatch whose sizes
+    // depend on input values, reads their results.
+    if (step->kind() != cpu::StepKind::Dispatch ||
+        readsInputValues(static_cast<const cpu::DispatchStep &>(*step).recipe()))
+      KILN_RETURN_IF_ERROR(flush());
     if (step->kind() == cpu::StepKind::HostOp) {
       KILN_RETURN_IF_ERROR(step->run(frame, ctx));
     } else if (step->kind() == cpu::StepKind::If) {
@@ -151,6 +168,7 @@ Expected<std::vector<RtValue>> VulkanModel::runProgram(const cpu::Program &progr
       KILN_RETURN_IF_ERROR(runDispatchStep(static_cast<const cpu::DispatchStep &>(*step), frame));
     }
   }
+  KILN_RETURN_IF_ERROR(flush());
   std::vector<RtValue> result;
   for (int slot : program.outputSlots) result.push_back(frame.slots[size_t(slot)]);
   return result;
@@ -195,7 +213,7 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
   };
   std::vector<Tensor> out;
   KILN_RETURN_IF_ERROR(
-      runDispatch(*device_, *tensors_, step.recipe(), in, out, step.describe(), plan));
+      runDispatch(*device_, *tensors_, step.recipe(), in, out, step.describe(), plan, pending_));
   const std::vector<int> &outSlots = step.outputSlots();
   for (size_t o = 0; o < outSlots.size() && o < out.size(); ++o)
     if (outSlots[o] >= 0) frame.slots[size_t(outSlots[o])] = RtValue(std::move(out[o]));

@@ -51,8 +51,11 @@ private:
   Expected<std::vector<RtValue>> runProgram(const cpu::Program &program, cpu::Frame &frame);
   Status runIf(const cpu::IfStep &step, cpu::Frame &frame);
   Status runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &frame);
+  // Runs the recorded dispatches, then checks their status words.
+  Status flush();
   std::unique_ptr<Device> device_;
   std::unique_ptr<DeviceTensors> tensors_; // before device_ goes
+  std::vector<PendingStatus> pending_;     // status words of the open batch
   std::unique_ptr<cpu::CompiledModel> compiled_;
   std::vector<artifact::TensorInfo> inputs_;               // what run() checks inputs against
   // A kernel as the device runs it: pipeline, Kernel IR and grid plan.

@@ -230,7 +230,7 @@ Expected<std::unique_ptr<Device>> Device::open(const std::string &selector) {
 }
 
 Device::~Device() {
-  params_.reset();
+  if (recording_) (void)flush(); // nothing may run past the device; frees the batch
   if (device_) {
     api_.vkDeviceWaitIdle(device_);
     if (fence_) api_.vkDestroyFence(device_, fence_, nullptr);
@@ -342,20 +342,42 @@ Expected<std::unique_ptr<Kernel>> Device::createKernel(const std::vector<uint32_
   return k;
 }
 
-Status Device::dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffers,
+Status Device::dispatch(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
                         const std::vector<int64_t> &words, int64_t invocations) {
+  KILN_RETURN_IF_ERROR(record(kernel, buffers, words, invocations));
+  return flush();
+}
+
+Status Device::record(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
+                      const std::vector<int64_t> &words, int64_t invocations) {
   if (int(buffers.size()) != kernel.buffers_)
     return makeError("kernel takes ", kernel.buffers_, " buffers, got ", buffers.size());
-  for (const Buffer *b : buffers)
+  for (const auto &b : buffers)
     if (!b || b->device_ != this) return Error{"a dispatch buffer is missing or of another device"};
-  const size_t paramBytes = words.size() * sizeof(int64_t);
-  if (!params_ || params_->size() < paramBytes) {
-    params_.reset();
-    KILN_ASSIGN_OR_RETURN(params_, allocate(std::max<size_t>(paramBytes, 256)));
+  if (!recording_) {
+    KILN_RETURN_IF_ERROR(check(api_.vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer"));
+    VkCommandBufferBeginInfo beginInfo{};
+    beginInfo.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    beginInfo.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    KILN_RETURN_IF_ERROR(
+        check(api_.vkBeginCommandBuffer(commands_, &beginInfo), "vkBeginCommandBuffer"));
+    recording_ = true;
+  } else {
+    // Each dispatch sees what the ones before it wrote.
+    VkMemoryBarrier between{};
+    between.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    between.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    between.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    api_.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &between, 0, nullptr, 0,
+                              nullptr);
   }
-  std::copy(words.begin(), words.end(), static_cast<int64_t *>(params_->data()));
+  // The words in a params buffer of their own, kept with the batch.
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> params,
+                        allocate(std::max<size_t>(words.size() * sizeof(int64_t), 16)));
+  std::copy(words.begin(), words.end(), static_cast<int64_t *>(params->data()));
 
-  // One set for this dispatch, from a pool of its own.
+  // One set for this dispatch, from a pool of its own (freed at flush).
   VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, uint32_t(buffers.size() + 1)};
   VkDescriptorPoolCreateInfo poolInfo{};
   poolInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
@@ -365,12 +387,7 @@ Status Device::dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffe
   VkDescriptorPool pool = VK_NULL_HANDLE;
   KILN_RETURN_IF_ERROR(check(api_.vkCreateDescriptorPool(device_, &poolInfo, nullptr, &pool),
                              "vkCreateDescriptorPool"));
-  struct PoolGuard {
-    const Api &api;
-    VkDevice d;
-    VkDescriptorPool p;
-    ~PoolGuard() { api.vkDestroyDescriptorPool(d, p, nullptr); }
-  } guard{api_, device_, pool};
+  pools_.push_back(pool);
   VkDescriptorSetAllocateInfo setInfo{};
   setInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
   setInfo.descriptorPool = pool;
@@ -380,8 +397,8 @@ Status Device::dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffe
   KILN_RETURN_IF_ERROR(
       check(api_.vkAllocateDescriptorSets(device_, &setInfo, &set), "vkAllocateDescriptorSets"));
   std::vector<VkDescriptorBufferInfo> infos;
-  for (Buffer *b : buffers) infos.push_back({b->buffer_, 0, VK_WHOLE_SIZE});
-  infos.push_back({params_->buffer_, 0, VK_WHOLE_SIZE});
+  for (const auto &b : buffers) infos.push_back({b->buffer_, 0, VK_WHOLE_SIZE});
+  infos.push_back({params->buffer_, 0, VK_WHOLE_SIZE});
   std::vector<VkWriteDescriptorSet> writes(infos.size());
   for (size_t i = 0; i < infos.size(); ++i) {
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
@@ -392,23 +409,33 @@ Status Device::dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffe
     writes[i].pBufferInfo = &infos[i];
   }
   api_.vkUpdateDescriptorSets(device_, uint32_t(writes.size()), writes.data(), 0, nullptr);
+  held_.insert(held_.end(), buffers.begin(), buffers.end());
+  held_.push_back(std::move(params));
 
   // Groups over x, and rows of them over y past the device's x limit.
   const int64_t groups =
       std::max<int64_t>(1, (invocations + kernel.workgroupSize_ - 1) / kernel.workgroupSize_);
   const int64_t x = std::min<int64_t>(groups, maxGroupsX_);
   const int64_t y = (groups + x - 1) / x;
-  KILN_RETURN_IF_ERROR(check(api_.vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer"));
-  VkCommandBufferBeginInfo beginInfo{};
-  beginInfo.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  beginInfo.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  KILN_RETURN_IF_ERROR(
-      check(api_.vkBeginCommandBuffer(commands_, &beginInfo), "vkBeginCommandBuffer"));
   api_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline_);
   api_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout_, 0, 1,
                                &set, 0, nullptr);
   api_.vkCmdDispatch(commands_, uint32_t(x), uint32_t(y), 1);
-  // The kernel's writes made visible to the host's reads after the fence.
+  return Status::success();
+}
+
+Status Device::flush() {
+  if (!recording_) return Status::success();
+  recording_ = false;
+  struct Release { // whatever happens, the batch's pools and buffers go
+    Device &d;
+    ~Release() {
+      for (VkDescriptorPool p : d.pools_) d.api_.vkDestroyDescriptorPool(d.device_, p, nullptr);
+      d.pools_.clear();
+      d.held_.clear();
+    }
+  } release{*this};
+  // The kernels' writes made visible to the host's reads after the fence.
   VkMemoryBarrier toHost{};
   toHost.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
   toHost.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;

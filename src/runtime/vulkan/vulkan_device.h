@@ -6,10 +6,10 @@
 //
 // This is the first slice of the Vulkan device of DESIGN.md ("Devices"):
 // buffers live in host-visible, coherent memory (device-local too where the
-// device has such memory: lavapipe's is all of it) and each dispatch is
-// recorded, submitted and waited for on its own. Staging buffers, one
-// command buffer recorded per session and timeline semaphores come with
-// the device-neutral program that drives it.
+// device has such memory: lavapipe's is all of it); dispatches are recorded
+// into one command buffer until the host needs their results (flush).
+// Staging buffers, one command buffer recorded once per session and
+// timeline semaphores come with the device-neutral program that drives it.
 //
 // Device selection (open's selector, else the environment variable
 // KILN_VULKAN_DEVICE): a device index ("0"), or a substring of the device's
@@ -84,8 +84,7 @@ private:
 };
 
 // Buffers and kernels must not outlive the device that made them. One
-// thread at a time: dispatches share the device's command buffer, fence and
-// params buffer.
+// thread at a time: dispatches share the device's command buffer and fence.
 class Device {
 public:
   static Expected<std::unique_ptr<Device>> open(const std::string &selector = "");
@@ -101,10 +100,19 @@ public:
   Expected<std::unique_ptr<Buffer>> allocate(size_t bytes);
   Expected<std::unique_ptr<Kernel>> createKernel(const std::vector<uint32_t> &spirv, int buffers,
                                                  int workgroupSize = 64);
-  // Runs `kernel` on `invocations` invocations and waits for it. `words`
-  // fill its params buffer: the kernel's params, begin and end of its
-  // parallel range, and its grid words (emit_glsl.h's binding ABI).
-  Status dispatch(const Kernel &kernel, const std::vector<Buffer *> &buffers,
+  // Records `kernel` on `invocations` invocations into the open batch (one
+  // command buffer; begun by the first record). `words` fill its params
+  // buffer: the kernel's params, begin and end of its parallel range, and
+  // its grid words (emit_glsl.h's binding ABI). The batch keeps the buffers
+  // alive until flush(). A batch's dispatches run in order, each seeing
+  // what the ones before it wrote; the host must not touch their buffers
+  // until flush() returns (it may fill fresh input buffers before).
+  Status record(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
+                const std::vector<int64_t> &words, int64_t invocations);
+  // Submits the batch and waits for it: then the host sees every write.
+  Status flush();
+  // record() then flush().
+  Status dispatch(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
                   const std::vector<int64_t> &words, int64_t invocations);
 
 private:
@@ -125,7 +133,11 @@ private:
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   DeviceInfo info_;
-  std::unique_ptr<Buffer> params_; // grown as kernels need
+  // The open batch: recording into commands_, its descriptor pools, and the
+  // buffers its dispatches use.
+  bool recording_ = false;
+  std::vector<VkDescriptorPool> pools_;
+  std::vector<std::shared_ptr<Buffer>> held_;
 };
 
 } // namespace kiln::vulkan

@@ -7,32 +7,29 @@ namespace kiln::vulkan {
 
 Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRecipe &recipe,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
-                   const std::string &label, const LaunchPlanner &plan) {
+                   const std::string &label, const LaunchPlanner &plan,
+                   std::vector<PendingStatus> &pending) {
   std::vector<int64_t> values;
   if (Status s = recipe.shapes.run(inputs, values); !s.ok())
     return makeError(label, ": ", s.error().message);
 
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer *> bound;
+  std::vector<std::shared_ptr<Buffer>> bound;
   auto add = [&](size_t bytes, const void *from) -> Status {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, device.allocate(bytes));
     if (from)
       std::memcpy(b->data(), from, bytes);
     else
       std::memset(b->data(), 0, std::max<size_t>(bytes, 1));
-    bound.push_back(b.get());
-    owned.push_back(std::move(b));
+    bound.push_back(std::move(b));
     return Status::success();
   };
-  std::vector<std::shared_ptr<Buffer>> resident; // inputs already on the device
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor *t = inputs[i];
     if (t && t->dtype() == DType::String)
       return makeError(label, ": input ", i,
                        " holds strings, which the vulkan target has no buffers for");
     if (std::shared_ptr<Buffer> b = t ? tensors.find(*t) : nullptr) {
-      bound.push_back(b.get());
-      resident.push_back(std::move(b));
+      bound.push_back(std::move(b)); // already on the device
       continue;
     }
     KILN_RETURN_IF_ERROR(t ? add(t->byteSize(), t->raw()) : add(0, nullptr));
@@ -57,7 +54,7 @@ Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRe
     }
     // Written in place on the device, read from there by whoever takes it.
     KILN_ASSIGN_OR_RETURN(Tensor t, tensors.allocate(spec.dtype, shape));
-    bound.push_back(tensors.find(t).get());
+    bound.push_back(tensors.find(t));
     outputs.push_back(std::move(t));
   }
   for (const cpu::DispatchRecipe::Scratch &s : recipe.scratch) {
@@ -65,10 +62,9 @@ Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRe
     if (n < 0) return makeError(label, ": negative scratch size");
     KILN_RETURN_IF_ERROR(add(size_t(n) * dtypeSize(s.dtype), nullptr)); // zero-filled
   }
-  Buffer *status = nullptr;
   if (!recipe.statusMessages.empty()) {
     KILN_RETURN_IF_ERROR(add(sizeof(int64_t), nullptr));
-    status = bound.back();
+    pending.push_back({bound.back(), &recipe.statusMessages, label});
   }
 
   std::vector<int64_t> params;
@@ -86,16 +82,29 @@ Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRe
     params.push_back(0);                             // begin
     params.push_back(l.extent < 0 ? 0 : extent);     // end
     params.insert(params.end(), grid->words.begin(), grid->words.end());
-    if (Status s = device.dispatch(*grid->pipeline, bound, params, grid->invocations); !s.ok())
+    if (Status s = device.record(*grid->pipeline, bound, params, grid->invocations); !s.ok())
       return makeError(label, ": ", s.error().message);
   }
-  if (status) {
+  return Status::success();
+}
+
+bool readsInputValues(const cpu::DispatchRecipe &recipe) {
+  for (const runtime::ShapeProgram::Inst &i : recipe.shapes.insts)
+    if (i.op == runtime::ShapeProgram::Op::Elem || i.op == runtime::ShapeProgram::Op::ElemF)
+      return true;
+  return false;
+}
+
+Status checkStatuses(std::vector<PendingStatus> &pending) {
+  std::vector<PendingStatus> words = std::move(pending);
+  pending.clear();
+  for (const PendingStatus &p : words) {
     int64_t code = 0;
-    std::memcpy(&code, status->data(), sizeof code);
+    std::memcpy(&code, p.word->data(), sizeof code);
     if (code != 0)
-      return makeError(label, ": ",
-                       code > 0 && size_t(code) <= recipe.statusMessages.size()
-                           ? recipe.statusMessages[size_t(code) - 1]
+      return makeError(p.label, ": ",
+                       code > 0 && size_t(code) <= p.messages->size()
+                           ? (*p.messages)[size_t(code) - 1]
                            : std::string("kernel reported an error"));
   }
   return Status::success();

@@ -2,10 +2,10 @@
 // recipe as on the CPU -- the shape program sizes outputs, scratch and
 // params from the inputs' shapes -- with each launch a compute dispatch of
 // its kernel's SPIR-V (codegen/vulkan, binding ABI of emit_glsl.h) over the
-// grid its planner picks. Inputs already on the device (device_tensors.h)
-// are bound as they are, others copied in; outputs are views of the device
-// buffers they were written to; a kernel's status word is checked as on
-// the CPU.
+// grid its planner picks, recorded into the device's batch. Inputs already
+// on the device (device_tensors.h) are bound as they are, others copied
+// in; outputs are views of the device buffers they are written to; a
+// kernel's status word is checked as on the CPU, once the batch has run.
 #pragma once
 
 #include "runtime/cpu/dispatch_step.h"
@@ -33,10 +33,28 @@ struct LaunchGrid {
 using LaunchPlanner = std::function<Expected<LaunchGrid>(
     size_t launch, const std::vector<int64_t> &params, int64_t extent)>;
 
-// `inputs` are the node's inputs (null: an absent optional input). Fills
-// `outputs`.
+// A dispatch's status word, to read once its batch has run.
+struct PendingStatus {
+  std::shared_ptr<Buffer> word;
+  const std::vector<std::string> *messages; // the recipe's, which outlives the run
+  std::string label;
+};
+
+// Records the dispatch's launches into the device's open batch
+// (Device::record). `inputs` are the node's inputs (null: an absent
+// optional input). Fills `outputs`: their contents exist once the batch is
+// flushed, and so does the status word it adds to `pending`.
 Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRecipe &recipe,
                    const std::vector<const Tensor *> &inputs, std::vector<Tensor> &outputs,
-                   const std::string &label, const LaunchPlanner &plan);
+                   const std::string &label, const LaunchPlanner &plan,
+                   std::vector<PendingStatus> &pending);
+
+// Whether the recipe's shape program reads input values (not only shapes):
+// those inputs must be on the host, their batch flushed, before it runs.
+bool readsInputValues(const cpu::DispatchRecipe &recipe);
+
+// After Device::flush(): the first error a kernel reported, naming its
+// step; empties `pending`.
+Status checkStatuses(std::vector<PendingStatus> &pending);
 
 } // namespace kiln::vulkan
