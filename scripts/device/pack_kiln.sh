@@ -14,4 +14,6 @@ grep -qx '/.devpack/' .git/info/exclude 2>/dev/null || echo '/.devpack/' >>.git/
 mkdir -p .devpack
 tar -C "$P" -cf - . | xz -9e -T2 > .devpack/kilnpack.tar.xz
 rm -rf "$P" .devpack/kiln
+# The cpu target links its kernels with ld.lld (it needs libLLVM, packed).
+cp -L "$(command -v ld.lld-19 || command -v ld.lld)" .devpack/ld.lld && strip .devpack/ld.lld
 ls -la .devpack/kilnpack.tar.xz

@@ -573,7 +573,21 @@ Expected<std::string> Emitter::binary(const Inst &i, const std::string &a, const
     }
     const std::string d = fresh(), q = fresh();
     line(t + " " + d + " = " + bad + " ? " + t + "(1) : " + b + ";");
-    line(t + " " + q + " = " + a + " / " + d + ";");
+    if (i.type == DType::I64 || i.type == DType::U64) {
+      // 64-bit division is slow on GPUs (emulated) and index arithmetic
+      // rarely needs it: a 32-bit quotient where both operands fit, which
+      // is the same quotient (MIN32 is left out, so no 32-bit overflow).
+      const bool s64 = i.type == DType::I64;
+      const std::string fits =
+          s64 ? "(" + a + " >= int64_t(-2147483647) && " + a + " <= int64_t(2147483647) && " + d +
+                    " >= int64_t(-2147483647) && " + d + " <= int64_t(2147483647))"
+              : "(" + a + " <= uint64_t(4294967295u) && " + d + " <= uint64_t(4294967295u))";
+      const std::string narrow = s64 ? "int" : "uint";
+      line(t + " " + q + " = " + fits + " ? " + t + "(" + narrow + "(" + a + ") / " + narrow + "(" +
+           d + ")) : " + a + " / " + d + ";");
+    } else {
+      line(t + " " + q + " = " + a + " / " + d + ";");
+    }
     const std::string r = i.op == Opcode::Div ? q : a + " - " + q + " * " + d;
     return "(" + b + " == " + t + "(0) ? " + t + "(0) : " + r + ")";
   }
