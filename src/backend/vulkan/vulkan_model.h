@@ -6,9 +6,12 @@
 // NonZero, NMS...) run on the host, as on every target.
 //
 // Ops that the CPU runs on handwritten microkernels (Conv, MatMul, pooling,
-// LSTM, attention) run as their ops' generic Kernel IR lowerings (correct,
-// not yet fast: tuned shaders come next). If runs its chosen branch the same
-// way; Loop, Scan and SequenceMap have no Vulkan form yet: compiling a model
+// LSTM, attention) run as their ops' generic Kernel IR lowerings, shaped
+// for a GPU (codegen/gpu: one invocation per output element where a launch
+// allows; correct, not yet fast: tuned shaders come next). Tensors stay in
+// device buffers (device_tensors.h) and a run's dispatches go to the device
+// in batches, flushed where the host needs a result. If runs its chosen
+// branch the same way; Loop, Scan and SequenceMap have no Vulkan form yet: compiling a model
 // with one fails, naming each such step -- never a silent run on the CPU.
 #pragma once
 

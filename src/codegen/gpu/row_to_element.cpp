@@ -105,8 +105,7 @@ private:
   std::vector<const Inst *> rows_;    // row loops, pre-order
   bool nestedRow_ = false;            // a row loop under another loop
   std::vector<Access> accesses_;
-  std::map<int, Affine> rowOffset_;   // row loop variable -> its offset in the row
-  std::set<int> promoted_;            // written buffers kept in a variable per element
+  std::map<int, Affine> rowOffset_; // row loop variable -> its offset in the row
 };
 
 bool isRow(const std::vector<const Inst *> &rows, int loopVar) {
