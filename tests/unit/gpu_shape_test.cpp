@@ -3,14 +3,12 @@
 // one-element-per-invocation rewrite (row_to_element.h), and -- on a Vulkan
 // device, lavapipe in CI -- the rewritten, split kernels against the
 // lowered ones run by the CPU JIT on the same random inputs.
-#include "codegen/cpu/compile.h"
-#include "codegen/cpu/cpu_target.h"
-#include "codegen/cpu/jit.h"
 #include "codegen/gpu/grid_plan.h"
 #include "codegen/gpu/row_to_element.h"
 #include "codegen/vulkan/emit_glsl.h"
 #include "codegen/vulkan/loop_count.h"
 #include "codegen/vulkan/spirv.h"
+#include "cpu_jit_run.h"
 #include "kernel/parser.h"
 #include "kernel/printer.h"
 #include "kernel/verifier.h"
@@ -295,19 +293,11 @@ protected:
   void compare(const kir::Kernel &lowered, const kir::Kernel &shaped,
                std::vector<std::vector<float>> buffers, const std::vector<int64_t> &params,
                int64_t extent, int expectDepth) {
-    auto target = codegen::cpuTargetFromName("native");
-    ASSERT_TRUE(target.ok());
-    auto object = codegen::compileKernels({lowered}, *target);
-    ASSERT_TRUE(object.ok()) << object.error().message;
-    auto jit = codegen::CpuJit::create();
-    ASSERT_TRUE(jit.ok());
-    ASSERT_TRUE((*jit)->addObject(*object).ok());
-    auto fn = (*jit)->lookup(lowered.name);
-    ASSERT_TRUE(fn.ok());
     std::vector<std::vector<float>> cpu = buffers;
     std::vector<void *> ptrs;
     for (auto &b : cpu) ptrs.push_back(b.data());
-    (*fn)(ptrs.data(), params.data(), 0, extent);
+    Status ran = runOnCpuJit(lowered, ptrs, params, 0, extent);
+    ASSERT_TRUE(ran.ok()) << ran.error().message;
 
     const codegen::gpu::GridPlan plan = planGrid(shaped);
     const codegen::gpu::GridLaunch g = chooseGrid(plan, params, extent, kMany);

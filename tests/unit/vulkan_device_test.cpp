@@ -5,11 +5,9 @@
 // infinities, 16-bit float rounding, and the parallel-loop range mapping.
 // Integer results and casts must match bit for bit; f32 math within a few
 // ulps (GLSL's exp, log and trigonometry are the driver's).
-#include "codegen/cpu/compile.h"
-#include "codegen/cpu/cpu_target.h"
-#include "codegen/cpu/jit.h"
 #include "codegen/vulkan/emit_glsl.h"
 #include "codegen/vulkan/spirv.h"
+#include "cpu_jit_run.h"
 #include "kernel/kernel_ir.h"
 #include "runtime/vulkan/vulkan_device.h"
 #include "support/half.h"
@@ -49,19 +47,11 @@ protected:
   void runBoth(const kir::Kernel &k, std::vector<std::vector<uint8_t>> buffers,
                const std::vector<int64_t> &params, int64_t begin, int64_t n,
                std::vector<std::vector<uint8_t>> &cpu, std::vector<std::vector<uint8_t>> &gpu) {
-    auto target = codegen::cpuTargetFromName("native");
-    ASSERT_TRUE(target.ok());
-    auto object = codegen::compileKernels({k}, *target);
-    ASSERT_TRUE(object.ok()) << object.error().message;
-    auto jit = codegen::CpuJit::create();
-    ASSERT_TRUE(jit.ok());
-    ASSERT_TRUE((*jit)->addObject(*object).ok());
-    auto fn = (*jit)->lookup(k.name);
-    ASSERT_TRUE(fn.ok());
     cpu = buffers;
     std::vector<void *> ptrs;
     for (auto &b : cpu) ptrs.push_back(b.data());
-    (*fn)(ptrs.data(), params.data(), begin, n);
+    Status ran = runOnCpuJit(k, ptrs, params, begin, n);
+    ASSERT_TRUE(ran.ok()) << ran.error().message;
 
     auto glsl = codegen::emitGlsl(k);
     ASSERT_TRUE(glsl.ok()) << glsl.error().message;

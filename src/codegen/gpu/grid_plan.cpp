@@ -39,11 +39,11 @@ bool contains(const std::vector<int> &v, int x) {
 
 class Planner {
 public:
-  explicit Planner(const kir::Kernel &k) : k_(k), forms_(k) {
+  explicit Planner(const kir::Kernel &k) : k_(k), forms_(k), statusWord_(statusWordOf(k)) {
     std::vector<int> loops;
     walk(k.body, loops, [&](const Inst &i, const std::vector<int> &around) {
-      if (i.op == Opcode::VarRead || i.op == Opcode::VarWrite) varAccesses_[i.var].push_back(around);
-      if (i.op == Opcode::Load) loaded_.push_back(i.buffer);
+      if (i.op == Opcode::VarRead || i.op == Opcode::VarWrite)
+        varAccesses_[i.var].push_back(around);
     });
   }
 
@@ -75,15 +75,11 @@ private:
   std::optional<GridLevel> planLevel(const std::vector<Inst> &block, const std::vector<int> &outer,
                                      std::vector<const Inst *> &loops);
   bool privateVars(const Inst &loop) const;
-  // The status word: stored with any error code, never loaded (grid_plan.h).
-  bool isStatusWord(int buffer) const {
-    return k_.buffers[size_t(buffer)].name == "status" && !contains(loaded_, buffer);
-  }
 
   const kir::Kernel &k_;
   IndexForms forms_;
   std::map<int, std::vector<std::vector<int>>> varAccesses_; // var -> loops around each access
-  std::vector<int> loaded_;                                   // buffers loaded anywhere
+  int statusWord_;                                           // exempt (index_form.h)
 };
 
 // Every variable `loop` uses is private to an iteration: used nowhere else,
@@ -135,7 +131,7 @@ std::optional<GridLevel> Planner::planLevel(const std::vector<Inst> &block,
       } else if (i.op == Opcode::If) {
         self(i.body, self);
       } else if (i.op == Opcode::VarWrite || i.op == Opcode::VarRead ||
-                 (i.op == Opcode::Store && !isStatusWord(i.buffer))) {
+                 (i.op == Opcode::Store && i.buffer != statusWord_)) {
         ok = false;
       } else if (i.op == Opcode::Load) {
         loads.push_back(&i);
@@ -153,7 +149,7 @@ std::optional<GridLevel> Planner::planLevel(const std::vector<Inst> &block,
   for (const Inst *l : loops)
     walk(l->body, around, [&](const Inst &i, const std::vector<int> &) {
       if (i.op != Opcode::Store || contains(writtenBuffers, i.buffer)) return;
-      if (!isStatusWord(i.buffer)) writtenBuffers.push_back(i.buffer);
+      if (i.buffer != statusWord_) writtenBuffers.push_back(i.buffer);
     });
   for (const Inst *load : loads)
     if (contains(writtenBuffers, load->buffer)) return std::nullopt;
@@ -198,16 +194,6 @@ std::optional<GridLevel> Planner::planLevel(const std::vector<Inst> &block,
 using I128 = __int128;
 constexpr I128 kLimit = I128(std::numeric_limits<int64_t>::max());
 
-I128 evaluate(const kir::Affine &a, const std::vector<int64_t> &params) {
-  I128 sum = 0;
-  for (const kir::Term &t : a.terms) {
-    I128 term = t.coeff;
-    if (t.param >= 0) term *= t.param < int(params.size()) ? params[size_t(t.param)] : 0;
-    sum += term;
-  }
-  return sum;
-}
-
 // One access for the run's params: iteration j of its loop touches
 // [stride * j + lo, stride * j + hi].
 struct Span {
@@ -239,10 +225,7 @@ std::optional<Span> spanOf(const GridAccess &a, const GridLevel &level, const Gr
   if (s.trips == 0) return std::nullopt; // never runs
   std::map<int, I128> inner;             // loop variable -> its coefficient
   for (const kir::Term &t : a.form.terms) {
-    const I128 value = t.param >= 0 ? I128(t.coeff) * (t.param < int(params.size())
-                                                           ? params[size_t(t.param)]
-                                                           : 0)
-                                    : I128(t.coeff);
+    const I128 value = termValue(t, params);
     if (t.loopVar == loop.loopVar) {
       s.stride += value;
     } else if (t.loopVar >= 0) {

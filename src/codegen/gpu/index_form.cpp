@@ -29,6 +29,37 @@ bool sameAffine(const Affine &a, const Affine &b) {
   return true;
 }
 
+__int128 termValue(const kir::Term &t, const std::vector<int64_t> &params) {
+  if (t.param < 0) return t.coeff;
+  return __int128(t.coeff) * (t.param < int(params.size()) ? params[size_t(t.param)] : 0);
+}
+
+__int128 evaluate(const Affine &a, const std::vector<int64_t> &params) {
+  __int128 sum = 0;
+  for (const kir::Term &t : a.terms) sum += termValue(t, params);
+  return sum;
+}
+
+int64_t evaluateClamped(const Affine &a, const std::vector<int64_t> &params) {
+  return int64_t(std::clamp<__int128>(evaluate(a, params), INT64_MIN, INT64_MAX));
+}
+
+namespace {
+
+bool loads(const std::vector<kir::Inst> &body, int buffer) {
+  for (const kir::Inst &i : body)
+    if ((i.op == Opcode::Load && i.buffer == buffer) || loads(i.body, buffer)) return true;
+  return false;
+}
+
+} // namespace
+
+int statusWordOf(const kir::Kernel &kernel) {
+  for (size_t b = 0; b < kernel.buffers.size(); ++b)
+    if (kernel.buffers[b].name == "status" && !loads(kernel.body, int(b))) return int(b);
+  return -1;
+}
+
 namespace {
 
 // a + b, or nullopt when both carry an opaque value.

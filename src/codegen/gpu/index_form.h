@@ -13,6 +13,7 @@
 
 #include "kernel/kernel_ir.h"
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -22,6 +23,20 @@ namespace kiln::codegen::gpu {
 // sorted by (loop variable, param): equal forms compare equal.
 kir::Affine normalized(const kir::Affine &a);
 bool sameAffine(const kir::Affine &a, const kir::Affine &b);
+
+// A term's coefficient times its param's value for a run (its loop
+// variable, if any, left out), and an affine expression's value, whose loop
+// variables must be absent (loop bounds); exact in 128 bits. A param past
+// `params` reads as 0.
+__int128 termValue(const kir::Term &t, const std::vector<int64_t> &params);
+__int128 evaluate(const kir::Affine &a, const std::vector<int64_t> &params);
+// ... clamped to int64.
+int64_t evaluateClamped(const kir::Affine &a, const std::vector<int64_t> &params);
+
+// The kernel's status word (lower/dispatch.h: a buffer named "status" that
+// kernels store error codes to and never load), or -1. The GPU analyses let
+// invocations race on it, as CPU threads do: any reported code will do.
+int statusWordOf(const kir::Kernel &kernel);
 
 struct IndexForm {
   kir::Affine affine; // normalized

@@ -30,13 +30,6 @@ bool touches(const std::vector<Inst> &body, int buffer) {
   return false;
 }
 
-void collectLoads(const std::vector<Inst> &body, std::set<int> &loaded) {
-  for (const Inst &i : body) {
-    if (i.op == Opcode::Load) loaded.insert(i.buffer);
-    collectLoads(i.body, loaded);
-  }
-}
-
 Affine scaled(const Affine &a, int64_t c) {
   Affine out = a;
   for (kir::Term &t : out.terms) t.coeff *= c;
@@ -71,7 +64,7 @@ bool substitute(std::vector<Inst> &body, int var, int row, const Affine &offset)
 
 class Rewriter {
 public:
-  explicit Rewriter(const kir::Kernel &k) : k_(k), forms_(k) {}
+  explicit Rewriter(const kir::Kernel &k) : k_(k), forms_(k), statusWord_(statusWordOf(k)) {}
   std::optional<RowShapedKernel> run();
 
 private:
@@ -92,15 +85,12 @@ private:
   bool promotable(int buffer) const;
   bool inlineRows(const std::vector<Inst> &body, std::vector<Inst> &out, kir::Kernel &k) const;
   void promote(kir::Kernel &k, std::vector<Inst> &rowBody, int buffer) const;
-  bool isStatusWord(int buffer) const {
-    return k_.buffers[size_t(buffer)].name == "status" && !loaded_.count(buffer);
-  }
 
   const kir::Kernel &k_;
   IndexForms forms_;
   int parallelVar_ = -1;
   int rowVar_ = -1;
-  std::set<int> loaded_;              // buffers loaded anywhere
+  int statusWord_;                    // exempt (index_form.h)
   std::set<int> written_;             // buffers stored in the body, the status word aside
   std::vector<const Inst *> rows_;    // row loops, pre-order
   bool nestedRow_ = false;            // a row loop under another loop
@@ -118,7 +108,7 @@ bool isRow(const std::vector<const Inst *> &rows, int loopVar) {
 bool Rewriter::classify(const std::vector<Inst> &body, const Inst *loop, int loopDepth) {
   for (const Inst &i : body) {
     if (i.op == Opcode::VarRead || i.op == Opcode::VarWrite) return false;
-    if (i.op == Opcode::Store && !isStatusWord(i.buffer)) {
+    if (i.op == Opcode::Store && i.buffer != statusWord_) {
       if (!loop || containsLoop(loop->body)) return false;
       written_.insert(i.buffer);
       if (!isRow(rows_, loop->loopVar)) rows_.push_back(loop);
@@ -362,7 +352,6 @@ std::optional<RowShapedKernel> Rewriter::run() {
   const Inst *parallel = k_.parallelLoop();
   if (!parallel) return std::nullopt;
   parallelVar_ = parallel->loopVar;
-  collectLoads(k_.body, loaded_);
   if (!classify(parallel->body, nullptr, 0) || rows_.empty() || !nestedRow_) return std::nullopt;
   if (!collectAccesses(parallel->body, nullptr)) return std::nullopt;
   rowOffsets();
@@ -407,13 +396,6 @@ std::optional<RowShapedKernel> Rewriter::run() {
   return shaped;
 }
 
-int64_t evaluate(const Affine &a, const std::vector<int64_t> &params) {
-  __int128 sum = 0;
-  for (const kir::Term &t : a.terms)
-    sum += __int128(t.coeff) * (t.param < 0 ? 1 : t.param < int(params.size()) ? params[size_t(t.param)] : 0);
-  return int64_t(std::clamp<__int128>(sum, INT64_MIN, INT64_MAX));
-}
-
 } // namespace
 
 std::optional<RowShapedKernel> rowPassesToElements(const kir::Kernel &kernel) {
@@ -422,11 +404,11 @@ std::optional<RowShapedKernel> rowPassesToElements(const kir::Kernel &kernel) {
 
 bool fitsLaunch(const RowShapedKernel &shaped, const std::vector<int64_t> &params) {
   if (!levelIndependent(shaped.plan, 0, params)) return false;
-  const int64_t row = evaluate(shaped.rowUpper, params);
+  const int64_t row = evaluateClamped(shaped.rowUpper, params);
   for (const RowShapedKernel::Segment &s : shaped.segments) {
-    const int64_t n = evaluate(s.upper, params);
+    const int64_t n = evaluateClamped(s.upper, params);
     if (n <= 0) continue;
-    const int64_t at = evaluate(s.offset, params);
+    const int64_t at = evaluateClamped(s.offset, params);
     if (at < 0 || at > row || n > row - at) return false;
   }
   return true;

@@ -1,5 +1,7 @@
 #include "codegen/vulkan/loop_count.h"
 
+#include "codegen/gpu/index_form.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -14,17 +16,6 @@ int64_t saturatingAdd(int64_t a, int64_t b) {
 }
 int64_t saturatingMul(int64_t a, int64_t b) {
   return a != 0 && b > kMax / a ? kMax : a * b;
-}
-
-// A loop bound: affine in params only (kernel_ir.h), clamped to int64.
-int64_t evaluate(const kir::Affine &a, const std::vector<int64_t> &params) {
-  __int128 sum = 0;
-  for (const kir::Term &t : a.terms) {
-    __int128 term = t.coeff;
-    if (t.param >= 0) term *= t.param < int(params.size()) ? params[size_t(t.param)] : 0;
-    sum += term;
-  }
-  return int64_t(std::clamp<__int128>(sum, std::numeric_limits<int64_t>::min(), kMax));
 }
 
 struct Counter {
@@ -47,7 +38,7 @@ int64_t Counter::iterations(const std::vector<kir::Inst> &body) const {
       } else if (level > 0 && level <= depth) {
         total = saturatingAdd(total, saturatingAdd(1, inner)); // one iteration
       } else {
-        const int64_t trips = std::max<int64_t>(0, evaluate(i.upper, params));
+        const int64_t trips = std::max<int64_t>(0, gpu::evaluateClamped(i.upper, params));
         total = saturatingAdd(total, saturatingMul(trips, saturatingAdd(1, inner)));
       }
     }

@@ -12,6 +12,26 @@ bool validValue(int v, const runtime::ShapeProgram &p) {
 
 } // namespace
 
+Status DispatchRecipe::outputShape(size_t o, const std::vector<int64_t> &values,
+                                   Shape64 &shape) const {
+  const Output &spec = outputs[o];
+  size_t first = 0;
+  if (spec.rank >= 0) {
+    const int64_t rank = values[size_t(spec.rank)];
+    if (rank < 0 || size_t(rank) > spec.dims.size())
+      return makeError("output ", o, " would have rank ", rank, ", above the ", spec.dims.size(),
+                       " the kernels handle");
+    first = spec.dims.size() - size_t(rank);
+  }
+  shape.clear();
+  for (size_t k = first; k < spec.dims.size(); ++k) {
+    const int64_t d = values[size_t(spec.dims[k])];
+    if (d < 0) return makeError("output ", o, " would have a negative dim");
+    shape.push_back(d);
+  }
+  return Status::success();
+}
+
 Status DispatchRecipe::validate(size_t numInputs) const {
   KILN_RETURN_IF_ERROR(shapes.validate(numInputs));
   for (const Output &o : outputs) {
@@ -108,21 +128,9 @@ Status DispatchStep::run(Frame &frame, ExecContext &ctx) const {
 
   std::vector<Tensor> &outputs = lists.outputs;
   for (size_t o = 0; o < out_.size(); ++o) {
-    const DispatchRecipe::Output &spec = recipe_.outputs[o];
-    size_t first = 0;
-    if (spec.rank >= 0) {
-      const int64_t rank = values[spec.rank];
-      if (rank < 0 || size_t(rank) > spec.dims.size())
-        return makeError(label_, ": output ", o, " would have rank ", rank, ", above the ",
-                         spec.dims.size(), " the kernels handle");
-      first = spec.dims.size() - size_t(rank);
-    }
     Shape64 shape;
-    for (size_t k = first; k < spec.dims.size(); ++k) {
-      const int64_t d = values[spec.dims[k]];
-      if (d < 0) return makeError(label_, ": output ", o, " would have a negative dim");
-      shape.push_back(d);
-    }
+    if (Status st = recipe_.outputShape(o, values, shape); !st.ok())
+      return makeError(label_, ": ", st.error().message);
     Tensor t = out_[o] >= 0 ? frame.allocate(out_[o], recipe_.outputs[o].dtype, shape)
                             : Tensor(recipe_.outputs[o].dtype, shape);
     buffers.push_back(t.mutableRaw());

@@ -58,6 +58,9 @@ struct DispatchRecipe {
 
   template <class A> void io(A &a) { a(shapes, outputs, scratch, launches, statusMessages); }
   Status validate(size_t numInputs) const;
+  // Output `o`'s shape from the shape program's `values` (every target
+  // sizes outputs this way); the error names the output, not the step.
+  Status outputShape(size_t o, const std::vector<int64_t> &values, Shape64 &shape) const;
 };
 
 class DispatchStep : public Step {

@@ -1,5 +1,6 @@
 #include "runtime/vulkan/device_tensors.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln::vulkan {
@@ -17,9 +18,13 @@ Expected<Tensor> DeviceTensors::allocate(DType dtype, const Shape64 &shape) {
   const size_t bytes = size_t(numelOf(shape)) * dtypeSize(dtype);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> owned, device_.allocate(bytes));
   std::shared_ptr<Buffer> buffer(std::move(owned));
-  // Forget buffers that are gone, so the registry stays the size of what lives.
-  for (auto it = byData_.begin(); it != byData_.end();)
-    it = it->second.expired() ? byData_.erase(it) : std::next(it);
+  // Forget buffers that are gone, so the registry stays about the size of
+  // what lives: a sweep each time it doubles, not one per allocation.
+  if (byData_.size() >= 2 * sweptSize_) {
+    for (auto it = byData_.begin(); it != byData_.end();)
+      it = it->second.expired() ? byData_.erase(it) : std::next(it);
+    sweptSize_ = std::max<size_t>(64, byData_.size());
+  }
   byData_[buffer->data()] = buffer;
   const void *data = buffer->data();
   return Tensor::view(dtype, shape, std::shared_ptr<const void>(buffer, data), data);

@@ -36,6 +36,7 @@ public:
 private:
   Device &device_;
   std::map<const void *, std::weak_ptr<Buffer>> byData_;
+  size_t sweptSize_ = 64;                    // byData_'s size after the last sweep of dead entries
   std::map<const void *, Tensor> constants_; // by the host data's address
 };
 

@@ -36,24 +36,11 @@ Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRe
   }
   outputs.clear();
   for (size_t o = 0; o < recipe.outputs.size(); ++o) {
-    // As DispatchStep::run sizes its outputs (dispatch_step.cpp).
-    const cpu::DispatchRecipe::Output &spec = recipe.outputs[o];
-    size_t first = 0;
-    if (spec.rank >= 0) {
-      const int64_t rank = values[size_t(spec.rank)];
-      if (rank < 0 || size_t(rank) > spec.dims.size())
-        return makeError(label, ": output ", o, " would have rank ", rank, ", above the ",
-                         spec.dims.size(), " the kernels handle");
-      first = spec.dims.size() - size_t(rank);
-    }
     Shape64 shape;
-    for (size_t k = first; k < spec.dims.size(); ++k) {
-      const int64_t d = values[size_t(spec.dims[k])];
-      if (d < 0) return makeError(label, ": output ", o, " would have a negative dim");
-      shape.push_back(d);
-    }
+    if (Status st = recipe.outputShape(o, values, shape); !st.ok())
+      return makeError(label, ": ", st.error().message);
     // Written in place on the device, read from there by whoever takes it.
-    KILN_ASSIGN_OR_RETURN(Tensor t, tensors.allocate(spec.dtype, shape));
+    KILN_ASSIGN_OR_RETURN(Tensor t, tensors.allocate(recipe.outputs[o].dtype, shape));
     bound.push_back(tensors.find(t));
     outputs.push_back(std::move(t));
   }
