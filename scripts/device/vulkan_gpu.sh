@@ -46,6 +46,7 @@ if [[ " $* " == *" conformance "* ]] && [ -f .devpack/onnxdata.tar.xz ]; then
   echo "conformance exit $?"; grep -E "^FAIL|^XPASS|passed" "$OUT/conformance.txt" | tail -40
 fi
 
+[ -n "${SKIP_MODELS:-}" ] && exit 0
 M=/tmp/gpu_models
 [ -n "${REEXPORT:-}" ] && rm -rf $M
 if [ ! -f $M/bert_base.onnx ]; then
@@ -59,4 +60,7 @@ for m in ${MODELS:-resnet50 mobilenet_v2 bert_base}; do
   tail -3 "$OUT/verify_$m.txt"
   timeout 150 $kiln bench $M/$m.onnx --target vulkan --runs 20 --warmup 3 --json 2>&1 | tail -1 | tee -a "$OUT/bench.jsonl"
   timeout 60 $kiln bench $M/$m.onnx --target cpu --threads 16 --runs 20 --warmup 3 --json 2>&1 | tail -1 | tee -a "$OUT/bench.jsonl"
+  # Where the device's time goes: each dispatch timed (vulkan_batch.cpp).
+  KILN_VULKAN_PROFILE=1 timeout 100 $kiln bench $M/$m.onnx --target vulkan --runs 5 --warmup 1 > "$OUT/profile_$m.txt" 2>&1
+  grep -A12 "kiln vulkan profile" "$OUT/profile_$m.txt"
 done

@@ -75,10 +75,11 @@ Expected<std::vector<RtValue>> evaluateNode(const Node &node,
 class ProgramBuilder {
 public:
   ProgramBuilder(const codegen::CpuTarget &target, CompileStats &stats, std::string perturbNode,
-                 bool specializedSteps, bool microkernels)
+                 bool specializedSteps, bool microkernels,
+                 std::function<bool(const Step &)> acceptMicrokernel)
       : target_(target), stats_(stats), perturbNode_(std::move(perturbNode)),
         generalOnly_(!specializedSteps || std::getenv("KILN_DEBUG_GENERAL") != nullptr),
-        microkernels_(microkernels) {}
+        microkernels_(microkernels), acceptMicrokernel_(std::move(acceptMicrokernel)) {}
 
   struct Scope {
     const Scope *parent;
@@ -140,6 +141,9 @@ private:
   // step does when a run's shapes do not fit it.
   bool generalOnly_ = false;
   bool microkernels_ = true;
+  std::function<bool(const Step &)> acceptMicrokernel_; // CompileOptions::acceptMicrokernel
+
+  bool accepted(const Step &step) const { return !acceptMicrokernel_ || acceptMicrokernel_(step); }
 
 public:
   int perturbedSteps = 0;
@@ -449,6 +453,7 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
   // or its region's nodes), often many times slower: the reason is kept for
   // `kiln inspect` and `kiln bench` (CompileStats::microkernelMisses).
   auto take = [&](auto created) {
+    if (created.ok() && !accepted(**created)) return false; // the target runs it another way
     if (created.ok()) {
       step = std::move(*created);
       return true;
@@ -473,7 +478,7 @@ bool ProgramBuilder::tryMicrokernel(Scope &scope, const Node &node) {
     int next = out;
     for (const Value *v : node.outputs()) outs.push_back(v ? next++ : -1);
     auto s = LstmStep::create(node, in, outs);
-    if (!s.ok()) return false;
+    if (!s.ok() || !accepted(**s)) return false;
     for (const Value *v : node.outputs())
       if (v) newSlot(scope, v);
     scope.program->steps.push_back(std::move(*s));
@@ -515,7 +520,7 @@ bool ProgramBuilder::tryAttention(Scope &scope, const Node &node) {
     in.push_back(*s);
   }
   auto step = AttentionStep::create(node, in, scope.program->numSlots);
-  if (!step.ok()) return false;
+  if (!step.ok() || !accepted(**step)) return false;
   newSlot(scope, node.output(0));
   scope.program->steps.push_back(std::move(*step));
   ++stats_.microkernelSteps;
@@ -715,7 +720,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(Model model,
   if (const char *env = std::getenv("KILN_DEBUG_PERTURB"); env && perturbNode.empty())
     perturbNode = env;
   ProgramBuilder builder(target, cm->stats_, perturbNode, options.specializedSteps,
-                         options.microkernels);
+                         options.microkernels, options.acceptMicrokernel);
   KILN_ASSIGN_OR_RETURN(cm->main_, builder.build(*cm->model_.graph, nullptr));
   if (!builder.unsupported.empty()) {
     std::string list;

@@ -14,6 +14,7 @@
 #include "passes/pass.h"
 #include "runtime/cpu/program.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,10 @@ struct CompileOptions {
   // attention); those nodes compile to their op's Kernel IR dispatch too,
   // for targets that have only the generated kernels (vulkan, today).
   bool microkernels = true;
+  // When set, a microkernel step it refuses is compiled as its op's Kernel
+  // IR dispatch instead: a GPU target takes the conv and matmul steps, whose
+  // weights, geometry and epilogue its tuned shaders run, and nothing else.
+  std::function<bool(const Step &)> acceptMicrokernel;
 };
 
 struct CompileStats {

@@ -24,7 +24,15 @@ namespace {
 // host, If by running the chosen branch the same way.
 bool runsOnVulkan(const cpu::Step &step) {
   return step.kind() == cpu::StepKind::Dispatch || step.kind() == cpu::StepKind::HostOp ||
-         step.kind() == cpu::StepKind::If;
+         step.kind() == cpu::StepKind::If || takesTunedShader(step);
+}
+
+// The conv and matmul steps of `p` and of its If branches.
+void collectTuned(const cpu::Program &p, std::vector<const cpu::Step *> &out) {
+  for (const auto &step : p.steps) {
+    if (takesTunedShader(*step)) out.push_back(step.get());
+    for (const cpu::Program *sub : step->subPrograms()) collectTuned(*sub, out);
+  }
 }
 
 // Which step launches each kernel, for errors that name the node.
@@ -48,7 +56,9 @@ void collectMissing(const cpu::Program &p, std::string &missing) {
 } // namespace
 
 VulkanModel::~VulkanModel() {
-  kernels_.clear(); // pipelines and buffers before their device
+  tuned_.clear(); // pipelines and buffers before their device
+  tunedShaders_.reset();
+  kernels_.clear();
   tensors_.reset();
 }
 
@@ -63,7 +73,10 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
   options.dumpDir = dumpDir;
   options.cpuCode = false;          // the Kernel IR only
   options.specializedSteps = false; // every Kernel IR node as its op's dispatch
-  options.microkernels = false;     // conv, matmul, pooling too, until tuned shaders exist
+  // Conv and matmul as the CPU's steps, for their weights, geometry and
+  // epilogue (tuned_steps.h); pooling, LSTM and attention as Kernel IR.
+  options.microkernels = true;
+  options.acceptMicrokernel = takesTunedShader;
   KILN_ASSIGN_OR_RETURN(m->compiled_, cpu::CompiledModel::compile(std::move(model), options));
   for (const Value *v : m->compiled_->model().graph->inputs())
     m->inputs_.push_back(package::tensorInfoOf(*v));
@@ -94,6 +107,13 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
     m->kernels_[k.name] = std::move(dk);
   }
   if (!dumpDir.empty()) std::ofstream(dumpDir + "/kernels.vulkan.kir") << shapedText;
+  m->tunedShaders_ = std::make_unique<ShaderCache>(*m->device_);
+  std::vector<const cpu::Step *> tuned;
+  collectTuned(main, tuned);
+  for (const cpu::Step *step : tuned) {
+    KILN_ASSIGN_OR_RETURN(m->tuned_[step], TunedStep::create(*m->device_, *m->tensors_,
+                                                             *m->tunedShaders_, *step, dumpDir));
+  }
   m->codegenMs_ =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   m->hostPool_ = std::make_unique<runtime::ThreadPool>(1);
@@ -164,6 +184,8 @@ Expected<std::vector<RtValue>> VulkanModel::runProgram(const cpu::Program &progr
       KILN_RETURN_IF_ERROR(step->run(frame, ctx));
     } else if (step->kind() == cpu::StepKind::If) {
       KILN_RETURN_IF_ERROR(runIf(static_cast<const cpu::IfStep &>(*step), frame));
+    } else if (step->kind() != cpu::StepKind::Dispatch) {
+      KILN_RETURN_IF_ERROR(runTunedStep(*step, frame));
     } else {
       KILN_RETURN_IF_ERROR(runDispatchStep(static_cast<const cpu::DispatchStep &>(*step), frame));
     }
@@ -220,6 +242,18 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
   return Status::success();
 }
 
+Status VulkanModel::runTunedStep(const cpu::Step &step, cpu::Frame &frame) {
+  auto it = tuned_.find(&step);
+  if (it == tuned_.end()) return makeError(step.describe(), ": no tuned shader");
+  std::string whyNot;
+  KILN_RETURN_IF_ERROR(it->second->run(frame, whyNot));
+  if (whyNot.empty()) return Status::success();
+  const cpu::Step *general = step.generalVariant.get();
+  if (!general || general->kind() != cpu::StepKind::Dispatch)
+    return makeError(step.describe(), ": ", whyNot);
+  return runDispatchStep(static_cast<const cpu::DispatchStep &>(*general), frame);
+}
+
 // Picks the kernel's shader for these sizes and splits its loops over as
 // many invocations as its grid plan allows (grid_plan.h). A driver that
 // ends loops past a budget would truncate what is left per invocation
@@ -265,7 +299,8 @@ Expected<LaunchGrid> VulkanModel::planLaunch(DeviceKernel &k, const std::vector<
 std::string VulkanModel::summary() const {
   const cpu::CompileStats &s = compiled_->stats();
   return strCat("vulkan on ", device_->info().name, ": ", s.steps, " steps, ",
-                compiled_->kernels().size(), " kernels as SPIR-V, ", s.hostSteps,
+                compiled_->kernels().size(), " kernels as SPIR-V, ", tuned_.size(),
+                " conv/matmul steps on tuned shaders, ", s.hostSteps,
                 " host ops; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
                 " ms, GLSL -> SPIR-V -> pipelines ", codegenMs_, " ms");
 }

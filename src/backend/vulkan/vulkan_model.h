@@ -5,10 +5,11 @@
 // (runtime/vulkan/vulkan_dispatch.h); host ops (shape arithmetic,
 // NonZero, NMS...) run on the host, as on every target.
 //
-// Ops that the CPU runs on handwritten microkernels (Conv, MatMul, pooling,
-// LSTM, attention) run as their ops' generic Kernel IR lowerings, shaped
-// for a GPU (codegen/gpu: one invocation per output element where a launch
-// allows; correct, not yet fast: tuned shaders come next). Tensors stay in
+// Conv and MatMul (with their fused epilogues) run on tuned shaders
+// (tuned_steps.h: tiled GEMM, implicit-GEMM and direct conv). The other ops
+// the CPU runs on handwritten microkernels (pooling, LSTM, attention) run
+// as their ops' generic Kernel IR lowerings, shaped for a GPU (codegen/gpu:
+// one invocation per output element where a launch allows). Tensors stay in
 // device buffers (device_tensors.h) and a run's dispatches go to the device
 // in batches, flushed where the host needs a result. If runs its chosen
 // branch the same way; Loop, Scan and SequenceMap have no Vulkan form yet: compiling a model
@@ -16,6 +17,7 @@
 #pragma once
 
 #include "artifact/manifest.h"
+#include "backend/vulkan/tuned_steps.h"
 #include "backend/cpu/compiler.h"
 #include "codegen/gpu/grid_plan.h"
 #include "codegen/gpu/row_to_element.h"
@@ -54,6 +56,9 @@ private:
   Expected<std::vector<RtValue>> runProgram(const cpu::Program &program, cpu::Frame &frame);
   Status runIf(const cpu::IfStep &step, cpu::Frame &frame);
   Status runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &frame);
+  // A conv or matmul step on its tuned shader, or on its general variant
+  // where a run's shapes are not the shader's.
+  Status runTunedStep(const cpu::Step &step, cpu::Frame &frame);
   // Runs the recorded dispatches, then checks their status words.
   Status flush();
   std::unique_ptr<Device> device_;
@@ -81,6 +86,8 @@ private:
   Expected<LaunchGrid> planLaunch(DeviceKernel &k, const std::vector<int64_t> &params,
                                   int64_t extent);
   std::map<std::string, DeviceKernel> kernels_;
+  std::unique_ptr<ShaderCache> tunedShaders_;
+  std::map<const cpu::Step *, std::unique_ptr<TunedStep>> tuned_;
   std::unique_ptr<runtime::ThreadPool> hostPool_;          // for host ops
   double codegenMs_ = 0;
 };

@@ -197,6 +197,12 @@ std::string erfHelper() {
   return s.str();
 }
 
+} // namespace
+
+std::string glslHelpers() { return kHelpers + erfHelper(); }
+
+namespace {
+
 std::string hex32(uint32_t bits) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%08" PRIx32 "u", bits);
@@ -291,7 +297,7 @@ Expected<std::string> Emitter::run() {
   }
   s << "layout(std430, set = 0, binding = " << k_.buffers.size()
     << ") readonly buffer Params { int64_t v[]; } kp;\n"
-    << kHelpers << erfHelper() << "void main() {\n"
+    << glslHelpers() << "void main() {\n"
     << body_.str() << "}\n";
   return s.str();
 }

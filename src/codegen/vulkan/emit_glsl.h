@@ -46,4 +46,9 @@ inline constexpr int kDefaultWorkgroupSize = 64;
 // `plan`: the loops the shader may split over the grid (none by default).
 Expected<std::string> emitGlsl(const kir::Kernel &kernel, const gpu::GridPlan &plan = {});
 
+// The helper functions every generated shader carries (kiln_erf,
+// kiln_tanh, kiln_sigmoid, the 16-bit conversions...), for the other
+// shader generators (gemm_shader.h): one definition of each.
+std::string glslHelpers();
+
 } // namespace kiln::codegen

@@ -33,6 +33,15 @@ public:
   std::string describe() const override { return label_; }
   bool usesArena() const override { return true; }
 
+  // What a GPU target's tuned conv shader reads (backend/vulkan).
+  const std::vector<int> &inputSlots() const { return in_; }
+  int outputSlot() const { return out_; }
+  bool oneD() const { return oneD_; }
+  const kernels::ConvShape &shape() const { return shape_; }
+  const EpiloguePlan &epilogue() const { return plan_; }
+  const Tensor &weights() const { return weights_; }
+  const Tensor &bias() const { return biasT_; }
+
 private:
   std::string label_;
   std::vector<int> in_;

@@ -33,6 +33,12 @@ public:
   // Checks the fields, packs constant weights and sets reads/writes.
   Status prepare();
 
+  // What a GPU target's tuned GEMM shader reads (backend/vulkan).
+  const std::vector<int> &inputSlots() const { return in_; }
+  int outputSlot() const { return out_; }
+  const EpiloguePlan &epilogue() const { return plan_; }
+  const Tensor &weights() const { return weights_; } // constant [K, N], or undefined
+
 private:
   Status runPacked(Frame &frame, ExecContext &ctx) const;
   Status runGeneral(Frame &frame, ExecContext &ctx) const;

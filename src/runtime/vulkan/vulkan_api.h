@@ -64,7 +64,12 @@ namespace kiln::vulkan {
   X(vkCreateFence)                                                                                 \
   X(vkDestroyFence)                                                                                \
   X(vkWaitForFences)                                                                               \
-  X(vkResetFences)
+  X(vkResetFences)                                                                                 \
+  X(vkCreateQueryPool)                                                                             \
+  X(vkDestroyQueryPool)                                                                            \
+  X(vkCmdResetQueryPool)                                                                           \
+  X(vkCmdWriteTimestamp)                                                                           \
+  X(vkGetQueryPoolResults)
 
 struct Api {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;

@@ -1,6 +1,7 @@
 #include "runtime/vulkan/vulkan_device.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -80,6 +81,7 @@ DeviceInfo describe(const Api &api, VkPhysicalDevice d, Features &f) {
   info.storage8 = f.v12.storageBuffer8BitAccess;
   info.storage16 = f.v11.storageBuffer16BitAccess;
   info.limits = driverLimits(info.vendorId, info.name);
+  info.tuning = driverTuning(info.vendorId, info.name);
   return info;
 }
 
@@ -177,7 +179,16 @@ Expected<std::unique_ptr<Device>> Device::open(const std::string &selector) {
   dev->memoryType_ = uint32_t(best);
   VkPhysicalDeviceProperties p{};
   api.vkGetPhysicalDeviceProperties(dev->physical_, &p);
-  dev->maxGroupsX_ = std::max<uint32_t>(1, p.limits.maxComputeWorkGroupCount[0]);
+  for (int a = 0; a < 3; ++a)
+    dev->maxGroups_[a] = std::max<uint32_t>(1, p.limits.maxComputeWorkGroupCount[a]);
+  dev->offsetAlignment_ = std::max<VkDeviceSize>(16, p.limits.minStorageBufferOffsetAlignment);
+  dev->tickNs_ = p.limits.timestampPeriod;
+  if (std::getenv("KILN_VULKAN_TRACE")) // where tensors live decides how fast kernels read them
+    for (uint32_t t = 0; t < memory.memoryTypeCount; ++t)
+      std::fprintf(stderr, "kiln vulkan: memory type %u flags 0x%x heap %u (%llu MiB)%s\n", t,
+                   memory.memoryTypes[t].propertyFlags, memory.memoryTypes[t].heapIndex,
+                   (unsigned long long)(memory.memoryHeaps[memory.memoryTypes[t].heapIndex].size >> 20),
+                   t == uint32_t(best) ? " <- tensors" : "");
   dev->info_.maxStorageBuffers =
       std::min({p.limits.maxPerStageDescriptorStorageBuffers,
                 p.limits.maxDescriptorSetStorageBuffers, p.limits.maxPerStageResources});
@@ -233,48 +244,20 @@ Device::~Device() {
   if (recording_) (void)flush(); // nothing may run past the device; frees the batch
   if (device_) {
     api_.vkDeviceWaitIdle(device_);
+    readProfile();
+    params_.clear(); // back to spare_, freed below
+    for (const auto &[bytes, b] : spare_) {
+      api_.vkUnmapMemory(device_, b.memory);
+      api_.vkDestroyBuffer(device_, b.buffer, nullptr);
+      api_.vkFreeMemory(device_, b.memory, nullptr);
+    }
+    for (VkDescriptorPool p : pools_) api_.vkDestroyDescriptorPool(device_, p, nullptr);
+    if (queries_) api_.vkDestroyQueryPool(device_, queries_, nullptr);
     if (fence_) api_.vkDestroyFence(device_, fence_, nullptr);
     if (commandPool_) api_.vkDestroyCommandPool(device_, commandPool_, nullptr);
     api_.vkDestroyDevice(device_, nullptr);
   }
   if (instance_) api_.vkDestroyInstance(instance_, nullptr);
-}
-
-Buffer::~Buffer() {
-  if (!device_) return;
-  const Api &api = device_->api_;
-  if (mapped_) api.vkUnmapMemory(device_->device_, memory_);
-  if (buffer_) api.vkDestroyBuffer(device_->device_, buffer_, nullptr);
-  if (memory_) api.vkFreeMemory(device_->device_, memory_, nullptr);
-}
-
-Expected<std::unique_ptr<Buffer>> Device::allocate(size_t bytes) {
-  std::unique_ptr<Buffer> b(new Buffer);
-  b->device_ = this;
-  b->size_ = bytes;
-  VkBufferCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  info.size = std::max<size_t>(bytes, 16);
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  KILN_RETURN_IF_ERROR(
-      check(api_.vkCreateBuffer(device_, &info, nullptr, &b->buffer_), "vkCreateBuffer"));
-  VkMemoryRequirements req{};
-  api_.vkGetBufferMemoryRequirements(device_, b->buffer_, &req);
-  if (!(req.memoryTypeBits & (1u << memoryType_)))
-    return makeError("Vulkan device ", info_.name, ": buffers cannot use host-visible memory");
-  VkMemoryAllocateInfo alloc{};
-  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex = memoryType_;
-  KILN_RETURN_IF_ERROR(
-      check(api_.vkAllocateMemory(device_, &alloc, nullptr, &b->memory_), "vkAllocateMemory"));
-  KILN_RETURN_IF_ERROR(
-      check(api_.vkBindBufferMemory(device_, b->buffer_, b->memory_, 0), "vkBindBufferMemory"));
-  KILN_RETURN_IF_ERROR(check(
-      api_.vkMapMemory(device_, b->memory_, 0, VK_WHOLE_SIZE, 0, &b->mapped_), "vkMapMemory"));
-  return b;
 }
 
 Kernel::~Kernel() {
@@ -340,117 +323,6 @@ Expected<std::unique_ptr<Kernel>> Device::createKernel(const std::vector<uint32_
       api_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &pipeline, nullptr, &k->pipeline_),
       "vkCreateComputePipelines"));
   return k;
-}
-
-Status Device::dispatch(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
-                        const std::vector<int64_t> &words, int64_t invocations) {
-  KILN_RETURN_IF_ERROR(record(kernel, buffers, words, invocations));
-  return flush();
-}
-
-Status Device::record(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
-                      const std::vector<int64_t> &words, int64_t invocations) {
-  if (int(buffers.size()) != kernel.buffers_)
-    return makeError("kernel takes ", kernel.buffers_, " buffers, got ", buffers.size());
-  for (const auto &b : buffers)
-    if (!b || b->device_ != this) return Error{"a dispatch buffer is missing or of another device"};
-  if (!recording_) {
-    KILN_RETURN_IF_ERROR(check(api_.vkResetCommandBuffer(commands_, 0), "vkResetCommandBuffer"));
-    VkCommandBufferBeginInfo beginInfo{};
-    beginInfo.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    beginInfo.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    KILN_RETURN_IF_ERROR(
-        check(api_.vkBeginCommandBuffer(commands_, &beginInfo), "vkBeginCommandBuffer"));
-    recording_ = true;
-  } else {
-    // Each dispatch sees what the ones before it wrote.
-    VkMemoryBarrier between{};
-    between.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    between.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    between.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    api_.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &between, 0, nullptr, 0,
-                              nullptr);
-  }
-  // The words in a params buffer of their own, kept with the batch.
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> params,
-                        allocate(std::max<size_t>(words.size() * sizeof(int64_t), 16)));
-  std::copy(words.begin(), words.end(), static_cast<int64_t *>(params->data()));
-
-  // One set for this dispatch, from a pool of its own (freed at flush).
-  VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, uint32_t(buffers.size() + 1)};
-  VkDescriptorPoolCreateInfo poolInfo{};
-  poolInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-  poolInfo.maxSets = 1;
-  poolInfo.poolSizeCount = 1;
-  poolInfo.pPoolSizes = &poolSize;
-  VkDescriptorPool pool = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(check(api_.vkCreateDescriptorPool(device_, &poolInfo, nullptr, &pool),
-                             "vkCreateDescriptorPool"));
-  pools_.push_back(pool);
-  VkDescriptorSetAllocateInfo setInfo{};
-  setInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-  setInfo.descriptorPool = pool;
-  setInfo.descriptorSetCount = 1;
-  setInfo.pSetLayouts = &kernel.setLayout_;
-  VkDescriptorSet set = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(
-      check(api_.vkAllocateDescriptorSets(device_, &setInfo, &set), "vkAllocateDescriptorSets"));
-  std::vector<VkDescriptorBufferInfo> infos;
-  for (const auto &b : buffers) infos.push_back({b->buffer_, 0, VK_WHOLE_SIZE});
-  infos.push_back({params->buffer_, 0, VK_WHOLE_SIZE});
-  std::vector<VkWriteDescriptorSet> writes(infos.size());
-  for (size_t i = 0; i < infos.size(); ++i) {
-    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = set;
-    writes[i].dstBinding = uint32_t(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
-  api_.vkUpdateDescriptorSets(device_, uint32_t(writes.size()), writes.data(), 0, nullptr);
-  held_.insert(held_.end(), buffers.begin(), buffers.end());
-  held_.push_back(std::move(params));
-
-  // Groups over x, and rows of them over y past the device's x limit.
-  const int64_t groups =
-      std::max<int64_t>(1, (invocations + kernel.workgroupSize_ - 1) / kernel.workgroupSize_);
-  const int64_t x = std::min<int64_t>(groups, maxGroupsX_);
-  const int64_t y = (groups + x - 1) / x;
-  api_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline_);
-  api_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout_, 0, 1,
-                               &set, 0, nullptr);
-  api_.vkCmdDispatch(commands_, uint32_t(x), uint32_t(y), 1);
-  return Status::success();
-}
-
-Status Device::flush() {
-  if (!recording_) return Status::success();
-  recording_ = false;
-  struct Release { // whatever happens, the batch's pools and buffers go
-    Device &d;
-    ~Release() {
-      for (VkDescriptorPool p : d.pools_) d.api_.vkDestroyDescriptorPool(d.device_, p, nullptr);
-      d.pools_.clear();
-      d.held_.clear();
-    }
-  } release{*this};
-  // The kernels' writes made visible to the host's reads after the fence.
-  VkMemoryBarrier toHost{};
-  toHost.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  toHost.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  toHost.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  api_.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                            VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &toHost, 0, nullptr, 0, nullptr);
-  KILN_RETURN_IF_ERROR(check(api_.vkEndCommandBuffer(commands_), "vkEndCommandBuffer"));
-  VkSubmitInfo submit{};
-  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands_;
-  KILN_RETURN_IF_ERROR(check(api_.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit"));
-  KILN_RETURN_IF_ERROR(
-      check(api_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
-  return check(api_.vkResetFences(device_, 1, &fence_), "vkResetFences");
 }
 
 } // namespace kiln::vulkan

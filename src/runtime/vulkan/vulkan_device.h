@@ -21,6 +21,7 @@
 #include "runtime/vulkan/vulkan_api.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,11 +39,15 @@ struct DeviceInfo {
   bool storage8 = false, storage16 = false;
   uint32_t maxStorageBuffers = 0; // bindings one compute shader may use
   DriverLimits limits; // what the driver does not report (driver_limits.h)
+  DriverTuning tuning;
 };
 
 class Device;
 
 // Device memory the host can map: data() is valid for the buffer's life.
+// A buffer that goes is kept for reuse by a later allocate() of its size
+// class (allocating device memory costs tens of microseconds on a GPU
+// driver, more than a small kernel runs): see Device::allocate.
 class Buffer {
 public:
   ~Buffer();
@@ -55,11 +60,12 @@ public:
 private:
   friend class Device;
   Buffer() = default;
-  const Device *device_ = nullptr;
+  Device *device_ = nullptr;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   void *mapped_ = nullptr;
   size_t size_ = 0;
+  size_t capacity_ = 0; // the size class it was made for
 };
 
 // A compute pipeline of one kernel: `buffers` storage buffers at bindings
@@ -97,6 +103,7 @@ public:
   const DeviceInfo &info() const { return info_; }
 
   // A zero-size request gets a small buffer (Vulkan has no empty ones).
+  // Contents are undefined: a recycled buffer holds what it held.
   Expected<std::unique_ptr<Buffer>> allocate(size_t bytes);
   Expected<std::unique_ptr<Kernel>> createKernel(const std::vector<uint32_t> &spirv, int buffers,
                                                  int workgroupSize = 64);
@@ -107,8 +114,18 @@ public:
   // alive until flush(). A batch's dispatches run in order, each seeing
   // what the ones before it wrote; the host must not touch their buffers
   // until flush() returns (it may fill fresh input buffers before).
+  // `label` names the dispatch in the profile (KILN_VULKAN_PROFILE=1: each
+  // dispatch timed on the device, a table per label on stderr when the
+  // device closes).
   Status record(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
-                const std::vector<int64_t> &words, int64_t invocations);
+                const std::vector<int64_t> &words, int64_t invocations,
+                const std::string &label = "");
+  // As record(), over an explicit grid of workgroups (the tuned shaders'
+  // tiles, gemm_shader.h), each at most the device's limit.
+  Status recordGroups(const Kernel &kernel, const std::vector<std::shared_ptr<Buffer>> &buffers,
+                      const std::vector<int64_t> &words, const uint32_t groups[3],
+                      const std::string &label = "");
+  uint32_t maxGroups(int axis) const { return maxGroups_[axis]; }
   // Submits the batch and waits for it: then the host sees every write.
   Status flush();
   // record() then flush().
@@ -120,6 +137,16 @@ private:
   friend class Kernel;
   Device() = default;
   Status check(VkResult r, const char *what) const;
+  Status begin();
+  // The descriptor set and params slice of one dispatch, from the batch's
+  // pools and params arena (vulkan_batch.cpp).
+  Expected<VkDescriptorSet> bind(const Kernel &kernel,
+                                 const std::vector<std::shared_ptr<Buffer>> &buffers,
+                                 const std::vector<int64_t> &words);
+  void recycle(Buffer &b);
+  void profileBegin();
+  void profileEnd(const std::string &label);
+  void readProfile();
 
   Api api_;
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -128,7 +155,8 @@ private:
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queueFamily_ = 0;
   uint32_t memoryType_ = 0;
-  uint32_t maxGroupsX_ = 65535;
+  uint32_t maxGroups_[3] = {65535, 65535, 65535};
+  VkDeviceSize offsetAlignment_ = 256; // of a storage buffer descriptor's offset
   VkCommandPool commandPool_ = VK_NULL_HANDLE;
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
@@ -136,8 +164,35 @@ private:
   // The open batch: recording into commands_, its descriptor pools, and the
   // buffers its dispatches use.
   bool recording_ = false;
-  std::vector<VkDescriptorPool> pools_;
   std::vector<std::shared_ptr<Buffer>> held_;
+  // Reused from batch to batch: descriptor pools (reset at flush; the
+  // batch has used the first poolsOpen_, sets come from the last of those,
+  // which has setsLeft_ and descriptorsLeft_ to give)
+  // and params chunks (params_[chunk_] filled up to chunkUsed_ bytes).
+  std::vector<VkDescriptorPool> pools_;
+  size_t poolsOpen_ = 0;
+  uint32_t setsLeft_ = 0, descriptorsLeft_ = 0;
+  std::vector<std::unique_ptr<Buffer>> params_;
+  size_t chunk_ = 0, chunkUsed_ = 0;
+  // Buffers that went, by size class, for allocate() to reuse; at most
+  // kRecycleBytes in all.
+  struct Spare {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    void *mapped;
+  };
+  std::multimap<size_t, Spare> spare_;
+  size_t spareBytes_ = 0;
+  // KILN_VULKAN_PROFILE: a timestamp pair per dispatch of the open batch.
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  uint32_t queriesUsed_ = 0;
+  double tickNs_ = 1;
+  std::vector<std::string> queryLabels_;
+  struct Timing {
+    int64_t count = 0;
+    double ns = 0;
+  };
+  std::map<std::string, Timing> profile_;
 };
 
 } // namespace kiln::vulkan

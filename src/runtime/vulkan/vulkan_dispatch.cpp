@@ -69,7 +69,7 @@ Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRe
     params.push_back(0);                             // begin
     params.push_back(l.extent < 0 ? 0 : extent);     // end
     params.insert(params.end(), grid->words.begin(), grid->words.end());
-    if (Status s = device.record(*grid->pipeline, bound, params, grid->invocations); !s.ok())
+    if (Status s = device.record(*grid->pipeline, bound, params, grid->invocations, label); !s.ok())
       return makeError(label, ": ", s.error().message);
   }
   return Status::success();
