@@ -22,12 +22,13 @@ constexpr int64_t kDirectBelowChannels = 16;
 constexpr int64_t kMaxIndex = int64_t(1) << 31; // the shaders index in 32 bits
 
 const cpu::EpiloguePlan &planOf(const cpu::Step &step) {
-  return step.kind() == cpu::StepKind::Conv
-             ? static_cast<const cpu::ConvStep &>(step).epilogue()
-             : static_cast<const cpu::MatMulStep &>(step).epilogue();
+  return step.kind() == cpu::StepKind::Conv ? static_cast<const cpu::ConvStep &>(step).epilogue()
+                                            : static_cast<const cpu::MatMulStep &>(step).epilogue();
 }
 
-bool fitsIndex(const Tensor &t) { return t.numel() < kMaxIndex; }
+bool fitsIndex(const Tensor &t) {
+  return t.numel() < kMaxIndex;
+}
 
 } // namespace
 
@@ -54,8 +55,7 @@ Expected<const Kernel *> ShaderCache::get(const std::string &glsl, int buffers,
 }
 
 Expected<std::unique_ptr<TunedStep>> TunedStep::create(Device &device, DeviceTensors &tensors,
-                                                       ShaderCache &shaders,
-                                                       const cpu::Step &step,
+                                                       ShaderCache &shaders, const cpu::Step &step,
                                                        const std::string &dumpDir) {
   if (!takesTunedShader(step)) return makeError(step.describe(), ": no tuned shader takes it");
   std::unique_ptr<TunedStep> t(new TunedStep(device, tensors));
@@ -201,10 +201,9 @@ Status TunedStep::runConv(cpu::Frame &frame, std::string &whyNot) const {
     return makeError(label_, ": tensors of 2^31 elements or more are past the shaders' indices");
   if (y.numel() > 0) {
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> xb, onDevice(x));
-    const std::vector<int64_t> words = {s.N,       s.C,       s.H,       s.W,
-                                        s.K,       OH,        OW,        s.R,
-                                        s.S,       s.strideH, s.strideW, s.padTop,
-                                        s.padLeft, s.dilationH, s.dilationW, s.groups};
+    const std::vector<int64_t> words = {
+        s.N, s.C,       s.H,       s.W,      s.K,       OH,          OW,          s.R,
+        s.S, s.strideH, s.strideW, s.padTop, s.padLeft, s.dilationH, s.dilationW, s.groups};
     std::vector<std::shared_ptr<Buffer>> buffers = {xb, tensors_.find(weights_), tensors_.find(y)};
     if (spec_.form == Form::kDirectConv) {
       const int64_t cg = s.C / s.groups; // the shader's loops: channels, rows, columns
@@ -298,8 +297,10 @@ Status TunedStep::runMatMul(cpu::Frame &frame, std::string &whyNot) const {
   if (!bVec) outShape.push_back(N);
   if (weights_.defined()) { // the left side's own leading dims
     outShape = a.shape();
-    if (a.rank() == 1) outShape = {N};
-    else outShape.back() = N;
+    if (a.rank() == 1)
+      outShape = {N};
+    else
+      outShape.back() = N;
   }
   const Tensor *residual = nullptr;
   if (residualSlot_ >= 0) {
@@ -316,8 +317,9 @@ Status TunedStep::runMatMul(cpu::Frame &frame, std::string &whyNot) const {
   const int64_t batches = numelOf(*batch);
   if (y.numel() > 0) {
     if (batches > int64_t(device_.maxGroups(2)))
-      return makeError(label_, ": ", batches, " matrices in one MatMul are more than the device "
-                                              "launches at once");
+      return makeError(label_, ": ", batches,
+                       " matrices in one MatMul are more than the device "
+                       "launches at once");
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> ab, onDevice(a));
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> bb, onDevice(b));
     // Words: M, N, K, then the batch dims outermost first (the shader

@@ -300,9 +300,9 @@ std::string VulkanModel::summary() const {
   const cpu::CompileStats &s = compiled_->stats();
   return strCat("vulkan on ", device_->info().name, ": ", s.steps, " steps, ",
                 compiled_->kernels().size(), " kernels as SPIR-V, ", tuned_.size(),
-                " conv/matmul steps on tuned shaders, ", s.hostSteps,
-                " host ops; passes ", s.passesMs, " ms, lowering ", s.loweringMs,
-                " ms, GLSL -> SPIR-V -> pipelines ", codegenMs_, " ms");
+                " conv/matmul steps on tuned shaders, ", s.hostSteps, " host ops; passes ",
+                s.passesMs, " ms, lowering ", s.loweringMs, " ms, GLSL -> SPIR-V -> pipelines ",
+                codegenMs_, " ms");
 }
 
 } // namespace kiln::vulkan

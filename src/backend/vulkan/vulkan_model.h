@@ -17,8 +17,8 @@
 #pragma once
 
 #include "artifact/manifest.h"
-#include "backend/vulkan/tuned_steps.h"
 #include "backend/cpu/compiler.h"
+#include "backend/vulkan/tuned_steps.h"
 #include "codegen/gpu/grid_plan.h"
 #include "codegen/gpu/row_to_element.h"
 #include "runtime/cpu/dispatch_step.h"

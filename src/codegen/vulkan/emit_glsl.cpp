@@ -199,7 +199,9 @@ std::string erfHelper() {
 
 } // namespace
 
-std::string glslHelpers() { return kHelpers + erfHelper(); }
+std::string glslHelpers() {
+  return kHelpers + erfHelper();
+}
 
 namespace {
 

@@ -13,7 +13,9 @@ using Form = GemmShaderSpec::Form;
 
 namespace {
 
-bool perRow(EpilogueKind k) { return k == EpilogueKind::kAddRowBias || k == EpilogueKind::kMulRowScale; }
+bool perRow(EpilogueKind k) {
+  return k == EpilogueKind::kAddRowBias || k == EpilogueKind::kMulRowScale;
+}
 bool perColumn(EpilogueKind k) {
   return k == EpilogueKind::kAddColBias || k == EpilogueKind::kMulColScale;
 }
@@ -39,23 +41,43 @@ std::string epilogueCode(const GemmShaderSpec &spec) {
                                     std::to_string(kGemmDataOffsets + int(i)) + "]) + ch]";
     switch (op.kind) {
     case EpilogueKind::kAddRowBias:
-    case EpilogueKind::kAddColBias: s << "      v += " << channelData << ";\n"; break;
+    case EpilogueKind::kAddColBias:
+      s << "      v += " << channelData << ";\n";
+      break;
     case EpilogueKind::kMulRowScale:
-    case EpilogueKind::kMulColScale: s << "      v *= " << channelData << ";\n"; break;
-    case EpilogueKind::kAddTensor: s << "      v += b" << residual << ".v[oi];\n"; break;
-    case EpilogueKind::kRelu: s << "      v = v < 0.0 ? 0.0 : v;\n"; break;
-    case EpilogueKind::kClip: s << "      v = min(max(v, " << a << "), " << b << ");\n"; break;
-    case EpilogueKind::kLeakyRelu: s << "      v = v >= 0.0 ? v : " << a << " * v;\n"; break;
-    case EpilogueKind::kSigmoid: s << "      v = kiln_sigmoid(v);\n"; break;
-    case EpilogueKind::kSilu: s << "      v = v * kiln_sigmoid(v);\n"; break;
+    case EpilogueKind::kMulColScale:
+      s << "      v *= " << channelData << ";\n";
+      break;
+    case EpilogueKind::kAddTensor:
+      s << "      v += b" << residual << ".v[oi];\n";
+      break;
+    case EpilogueKind::kRelu:
+      s << "      v = v < 0.0 ? 0.0 : v;\n";
+      break;
+    case EpilogueKind::kClip:
+      s << "      v = min(max(v, " << a << "), " << b << ");\n";
+      break;
+    case EpilogueKind::kLeakyRelu:
+      s << "      v = v >= 0.0 ? v : " << a << " * v;\n";
+      break;
+    case EpilogueKind::kSigmoid:
+      s << "      v = kiln_sigmoid(v);\n";
+      break;
+    case EpilogueKind::kSilu:
+      s << "      v = v * kiln_sigmoid(v);\n";
+      break;
     case EpilogueKind::kHardSigmoid:
       s << "      v = max(0.0, min(1.0, " << a << " * v + " << b << "));\n";
       break;
     case EpilogueKind::kHardSwish:
       s << "      v = v * max(0.0, min(1.0, " << a << " * v + " << b << "));\n";
       break;
-    case EpilogueKind::kTanh: s << "      v = kiln_tanh(v);\n"; break;
-    case EpilogueKind::kGelu: s << "      v = v * (1.0 + kiln_erf(v * 0.70710678118654752)) * 0.5;\n"; break;
+    case EpilogueKind::kTanh:
+      s << "      v = kiln_tanh(v);\n";
+      break;
+    case EpilogueKind::kGelu:
+      s << "      v = v * (1.0 + kiln_erf(v * 0.70710678118654752)) * 0.5;\n";
+      break;
     case EpilogueKind::kGeluTanh:
       s << "      v = v * (1.0 + kiln_tanh(0.79788456080286536 * (v + 0.044715 * v * v * v))) * "
            "0.5;\n";
@@ -149,7 +171,8 @@ std::string tiled(const GemmShaderSpec &spec) {
       << "      float x = 0.0;\n"
       << "      if (pm < M && k < KD) {\n"
       << "        int ih = ih0 + gr[q] * DH, iw = iw0 + gt[q] * DW;\n"
-      << "        if (ih >= 0 && ih < H && iw >= 0 && iw < W) x = b0.v[xbase + (gc[q] * H + ih) * W "
+      << "        if (ih >= 0 && ih < H && iw >= 0 && iw < W) x = b0.v[xbase + (gc[q] * H + ih) * "
+         "W "
          "+ iw];\n"
       << "      }\n"
       << "      As[kk][am] = x;\n"
@@ -197,7 +220,8 @@ std::string tiled(const GemmShaderSpec &spec) {
         s << "      int ch = z * KG + n, oi = (oimg * K + ch) * OHW + opix;\n";
       else
         s << "      int ch = n, oi = (z * M + m) * N + n;\n";
-      s << "      float v = c" << i << j << ";\n" << epilogueCode(spec) << "      b2.v[oi] = v;\n"
+      s << "      float v = c" << i << j << ";\n"
+        << epilogueCode(spec) << "      b2.v[oi] = v;\n"
         << "    }\n";
     }
     s << "  }\n";

@@ -3,10 +3,9 @@
 // each tile of it is gathered from the input into shared memory), and
 // direct forms, one output element per invocation: for convs with few
 // output channels per group (depthwise), where a GEMM tile would idle, and
-// for drivers where barriers cost more than tiles save (driver_limits.h). Each applies a fused epilogue (bias,
-// activation, residual; kernels/epilogue.h's ops, in order) to its results
-// in registers, so `conv -> +bias -> ReLU -> +residual` writes its output
-// once, as on the CPU.
+// for drivers where barriers cost more than tiles save (driver_limits.h). Each applies a fused
+// epilogue (bias, activation, residual; kernels/epilogue.h's ops, in order) to its results in
+// registers, so `conv -> +bias -> ReLU -> +residual` writes its output once, as on the CPU.
 //
 // The tiled shaders: a workgroup of 256 invocations computes a T x T tile
 // of the GEMM (T = 64: 4 x 4 results per invocation; T = 32: 2 x 2, for

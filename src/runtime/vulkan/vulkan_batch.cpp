@@ -62,8 +62,7 @@ Expected<VkDescriptorSet> Device::bind(const Kernel &kernel,
     if (chunk_ < params_.size()) ++chunk_;
     offset = 0;
     if (chunk_ >= params_.size() || bytes > params_[chunk_]->size()) {
-      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> c,
-                            allocate(std::max(kParamsChunk, bytes)));
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> c, allocate(std::max(kParamsChunk, bytes)));
       params_.insert(params_.begin() + std::ptrdiff_t(chunk_), std::move(c));
     }
   }
@@ -129,8 +128,8 @@ Status Device::record(const Kernel &kernel, const std::vector<std::shared_ptr<Bu
   const int64_t x = std::min<int64_t>(groups, maxGroups_[0]);
   const int64_t y = (groups + x - 1) / x;
   if (y > int64_t(maxGroups_[1]))
-    return makeError("a dispatch of ", invocations, " invocations is more than ",
-                     info_.name, " launches at once");
+    return makeError("a dispatch of ", invocations, " invocations is more than ", info_.name,
+                     " launches at once");
   const uint32_t grid[3] = {uint32_t(x), uint32_t(y), 1};
   return recordGroups(kernel, buffers, words, grid, label);
 }
@@ -226,8 +225,7 @@ void Device::readProfile() {
     std::vector<uint64_t> ticks(queriesUsed_);
     if (api_.vkGetQueryPoolResults(device_, queries_, 0, queriesUsed_,
                                    ticks.size() * sizeof(uint64_t), ticks.data(), sizeof(uint64_t),
-                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) ==
-        VK_SUCCESS)
+                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
       for (size_t i = 0; i < queryLabels_.size(); ++i) {
         Timing &t = profile_[queryLabels_[i]];
         ++t.count;

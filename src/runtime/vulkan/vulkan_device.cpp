@@ -185,10 +185,11 @@ Expected<std::unique_ptr<Device>> Device::open(const std::string &selector) {
   dev->tickNs_ = p.limits.timestampPeriod;
   if (std::getenv("KILN_VULKAN_TRACE")) // where tensors live decides how fast kernels read them
     for (uint32_t t = 0; t < memory.memoryTypeCount; ++t)
-      std::fprintf(stderr, "kiln vulkan: memory type %u flags 0x%x heap %u (%llu MiB)%s\n", t,
-                   memory.memoryTypes[t].propertyFlags, memory.memoryTypes[t].heapIndex,
-                   (unsigned long long)(memory.memoryHeaps[memory.memoryTypes[t].heapIndex].size >> 20),
-                   t == uint32_t(best) ? " <- tensors" : "");
+      std::fprintf(
+          stderr, "kiln vulkan: memory type %u flags 0x%x heap %u (%llu MiB)%s\n", t,
+          memory.memoryTypes[t].propertyFlags, memory.memoryTypes[t].heapIndex,
+          (unsigned long long)(memory.memoryHeaps[memory.memoryTypes[t].heapIndex].size >> 20),
+          t == uint32_t(best) ? " <- tensors" : "");
   dev->info_.maxStorageBuffers =
       std::min({p.limits.maxPerStageDescriptorStorageBuffers,
                 p.limits.maxDescriptorSetStorageBuffers, p.limits.maxPerStageResources});
