@@ -40,7 +40,7 @@ fi
 if [[ " $* " == *" conformance "* ]] && [ -f .devpack/onnxdata.tar.xz ]; then
   mkdir -p /tmp/onnxdata && tar -C /tmp/onnxdata -xJf .devpack/onnxdata.tar.xz
   D=/tmp/onnxdata/data
-  timeout 400 $kiln conformance $D/node $D/pytorch-converted $D/pytorch-operator $D/simple --target vulkan \
+  timeout ${CONF_TIMEOUT:-400} $kiln conformance $D/node $D/pytorch-converted $D/pytorch-operator $D/simple --target vulkan \
     --expected tests/conformance/expected_interp.txt --expected tests/conformance/expected_vulkan.txt \
     > "$OUT/conformance.txt" 2>&1
   echo "conformance exit $?"; grep -E "^FAIL|^XPASS|passed" "$OUT/conformance.txt" | tail -40

@@ -9,6 +9,7 @@
 #include "package/package.h"
 #include "runtime/api/input_check.h"
 #include "runtime/cpu/dispatch_step.h"
+#include "runtime/cpu/host_op_step.h"
 #include "runtime/vulkan/vulkan_dispatch.h"
 
 #include <chrono>
@@ -120,8 +121,44 @@ Expected<std::unique_ptr<VulkanModel>> VulkanModel::compile(Model model, const s
   return m;
 }
 
+// Whether `step` reads, on the host, the elements of a tensor that a
+// recorded dispatch has not written yet: host ops (except views and shape
+// queries), If's condition, a dispatch whose shape program reads input
+// values. An optional counts as read.
+bool VulkanModel::mustFlushBefore(const cpu::Step &step, const cpu::Frame &frame) const {
+  auto pending = [&](int slot) {
+    if (slot < 0) return false;
+    const RtValue &v = frame.slots[size_t(slot)];
+    if (v.isTensor()) return tensors_->pendingWrite(v.tensor);
+    if (!v.isSequence()) return true;
+    for (const Tensor &t : v.sequence)
+      if (tensors_->pendingWrite(t)) return true;
+    return false;
+  };
+  switch (step.kind()) {
+  case cpu::StepKind::Dispatch: {
+    const auto &d = static_cast<const cpu::DispatchStep &>(step);
+    if (!readsInputValues(d.recipe())) return false;
+    for (int slot : d.inputSlots())
+      if (pending(slot)) return true;
+    return false;
+  }
+  case cpu::StepKind::HostOp: {
+    const auto &h = static_cast<const cpu::HostOpStep &>(step);
+    for (size_t i = 0; i < h.inputSlots().size(); ++i)
+      if (h.readsElementsOf(i) && pending(h.inputSlots()[i])) return true;
+    return false;
+  }
+  case cpu::StepKind::If:
+    return pending(static_cast<const cpu::IfStep &>(step).cond_);
+  default:
+    return !takesTunedShader(step); // the tuned steps record, like dispatches
+  }
+}
+
 Status VulkanModel::flush() {
   Status ran = device_->flush();
+  tensors_->markRun();
   Status reported = checkStatuses(pending_);
   return !ran.ok() ? ran : reported;
 }
@@ -175,11 +212,13 @@ Expected<std::vector<RtValue>> VulkanModel::runProgram(const cpu::Program &progr
   cpu::ExecContext ctx;
   ctx.pool = hostPool_.get();
   for (const auto &step : program.steps) {
-    // Dispatches run batched; a step of the host, or a dispatch whose sizes
-    // depend on input values, reads their results.
-    if (step->kind() != cpu::StepKind::Dispatch ||
-        readsInputValues(static_cast<const cpu::DispatchStep &>(*step).recipe()))
+    // Dispatches run batched; the host waits for them only where it reads
+    // what they write.
+    if (mustFlushBefore(*step, frame)) {
+      static const bool trace = std::getenv("KILN_VULKAN_TRACE") != nullptr;
+      if (trace) std::fprintf(stderr, "kiln vulkan: flush before %s\n", step->describe().c_str());
       KILN_RETURN_IF_ERROR(flush());
+    }
     if (step->kind() == cpu::StepKind::HostOp) {
       KILN_RETURN_IF_ERROR(step->run(frame, ctx));
     } else if (step->kind() == cpu::StepKind::If) {
@@ -213,6 +252,29 @@ Status VulkanModel::runIf(const cpu::IfStep &step, cpu::Frame &frame) {
   return Status::success();
 }
 
+// The key of a shape computation's inputs (dtype, shape, bytes of each),
+// or nothing when the dispatch is not one: its outputs are not all integer
+// or bool, or an input is larger than a shape or still being written.
+std::optional<std::string> VulkanModel::shapeValueKey(const cpu::DispatchStep &step,
+                                                      const std::vector<const Tensor *> &in) const {
+  constexpr size_t kMaxBytes = 1024;
+  for (const cpu::DispatchRecipe::Output &o : step.recipe().outputs)
+    if (isFloat(o.dtype) || o.dtype == DType::String) return std::nullopt;
+  std::string key;
+  for (const Tensor *t : in) {
+    if (!t) {
+      key += "-;";
+      continue;
+    }
+    if (t->byteSize() > kMaxBytes || t->dtype() == DType::String || tensors_->pendingWrite(*t))
+      return std::nullopt;
+    key += strCat(int(t->dtype()), shapeToString(t->shape()), ":");
+    key.append(static_cast<const char *>(t->raw()), t->byteSize());
+    key += ';';
+  }
+  return key;
+}
+
 Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &frame) {
   std::vector<const Tensor *> in;
   for (int slot : step.inputSlots()) {
@@ -223,6 +285,20 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
     const RtValue &v = frame.slots[size_t(slot)];
     if (!v.isTensor()) return makeError(step.describe(), ": an input is ", v.describe());
     in.push_back(&v.tensor);
+  }
+  // Shape arithmetic (the Concat that builds a Reshape's target, say) is
+  // the same run after run for the same input shapes, and the host reads
+  // its result: computed once per distinct input, then taken from here, so
+  // the host does not wait for the device in the middle of every run.
+  const std::optional<std::string> key = shapeValueKey(step, in);
+  auto &cached = shapeValues_[&step];
+  if (key) {
+    if (auto hit = cached.find(*key); hit != cached.end()) {
+      const std::vector<int> &outSlots = step.outputSlots();
+      for (size_t o = 0; o < outSlots.size() && o < hit->second.size(); ++o)
+        if (outSlots[o] >= 0) frame.slots[size_t(outSlots[o])] = RtValue(hit->second[o]);
+      return Status::success();
+    }
   }
   std::vector<DeviceKernel *> kernels;
   for (const cpu::DispatchRecipe::Launch &l : step.recipe().launches) {
@@ -236,6 +312,11 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
   std::vector<Tensor> out;
   KILN_RETURN_IF_ERROR(
       runDispatch(*device_, *tensors_, step.recipe(), in, out, step.describe(), plan, pending_));
+  if (key && cached.size() < kShapeValuesPerStep) {
+    KILN_RETURN_IF_ERROR(flush());
+    for (Tensor &t : out) t = t.clone(); // on the host, where its readers are
+    cached[*key] = out;
+  }
   const std::vector<int> &outSlots = step.outputSlots();
   for (size_t o = 0; o < outSlots.size() && o < out.size(); ++o)
     if (outSlots[o] >= 0) frame.slots[size_t(outSlots[o])] = RtValue(std::move(out[o]));

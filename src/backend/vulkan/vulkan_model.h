@@ -61,6 +61,13 @@ private:
   Status runTunedStep(const cpu::Step &step, cpu::Frame &frame);
   // Runs the recorded dispatches, then checks their status words.
   Status flush();
+  bool mustFlushBefore(const cpu::Step &step, const cpu::Frame &frame) const;
+  std::optional<std::string> shapeValueKey(const cpu::DispatchStep &step,
+                                           const std::vector<const Tensor *> &in) const;
+  // Outputs of shape computations by their inputs (runDispatchStep), on
+  // the host; a few input shapes per step at most.
+  static constexpr size_t kShapeValuesPerStep = 8;
+  std::map<const cpu::Step *, std::map<std::string, std::vector<Tensor>>> shapeValues_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<DeviceTensors> tensors_; // before device_ goes
   std::vector<PendingStatus> pending_;     // status words of the open batch

@@ -81,6 +81,22 @@ Status HostOpStep::prepare() {
   return Status::success();
 }
 
+bool HostOpStep::readsElementsOf(size_t i) const {
+  switch (op_) {
+  case Op::Reshape:
+  case Op::Squeeze:
+  case Op::Unsqueeze:
+    return i != 0; // the shape or axes
+  case Op::Flatten:
+  case Op::Identity:
+  case Op::Shape:
+  case Op::Size:
+    return false;
+  default:
+    return true;
+  }
+}
+
 Status HostOpStep::run(Frame &frame, ExecContext &) const {
   std::vector<const RtValue *> x;
   for (int s : in_) x.push_back(s >= 0 ? &frame.slots[s] : nullptr);

@@ -43,6 +43,12 @@ public:
   Status run(Frame &frame, ExecContext &ctx) const override;
   std::string describe() const override { return label_; }
   StepKind kind() const override { return StepKind::HostOp; }
+  const std::vector<int> &inputSlots() const { return in_; }
+  // Whether run() reads input `i`'s elements, not only its shape: views
+  // (Reshape's data, Flatten, Squeeze, Unsqueeze, Identity) and shape
+  // queries (Shape, Size) do not, so a GPU target need not wait for the
+  // kernel writing that input before running them.
+  bool readsElementsOf(size_t i) const;
   template <class A> void io(A &a) {
     a(label_, op_, in_, out_, allowZero_, axis_, start_, hasEnd_, end_, axes_, keepDims_,
       noopWithEmptyAxes_, padMode_, value_);

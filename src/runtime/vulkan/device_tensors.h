@@ -33,9 +33,25 @@ public:
   // (weights: their data never changes while the model lives).
   Expected<Tensor> constant(const Tensor &t);
 
+  // Whether a dispatch not yet run may write `t`'s data: it lies in a buffer
+  // allocate() made since the last markRun() (uploads are written by the
+  // host, never pending). The host must flush the device before reading it.
+  bool pendingWrite(const Tensor &t) const;
+  // The device has run everything recorded so far (Device::flush).
+  void markRun() { ranBefore_ = nextSerial_; }
+
 private:
+  struct Entry {
+    std::weak_ptr<Buffer> buffer;
+    uint64_t serial = 0; // allocate()'s count at its making; 0: written by the host
+  };
+  // The entry of the buffer holding `data` (an interior pointer too), or null.
+  const Entry *containing(const void *data) const;
+  Expected<Tensor> make(DType dtype, const Shape64 &shape, uint64_t serial);
+
   Device &device_;
-  std::map<const void *, std::weak_ptr<Buffer>> byData_;
+  std::map<const void *, Entry> byData_;
+  uint64_t nextSerial_ = 1, ranBefore_ = 1;
   size_t sweptSize_ = 64;                    // byData_'s size after the last sweep of dead entries
   std::map<const void *, Tensor> constants_; // by the host data's address
 };

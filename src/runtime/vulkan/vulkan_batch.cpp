@@ -6,6 +6,7 @@
 #include "runtime/vulkan/vulkan_device.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +139,18 @@ Status Device::recordGroups(const Kernel &kernel,
                             const std::vector<std::shared_ptr<Buffer>> &buffers,
                             const std::vector<int64_t> &words, const uint32_t groups[3],
                             const std::string &label) {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct AddTime { // on every return
+    Device &d;
+    std::chrono::steady_clock::time_point t0;
+    ~AddTime() {
+      if (!d.queries_) return;
+      ++d.recordingHost_.count;
+      d.recordingHost_.ns += double(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count());
+    }
+  } addTime{*this, t0};
   if (int(buffers.size()) != kernel.buffers_)
     return makeError("kernel takes ", kernel.buffers_, " buffers, got ", buffers.size());
   for (const auto &b : buffers)
@@ -191,9 +204,14 @@ Status Device::flush() {
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &commands_;
+  const auto t0 = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(check(api_.vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit"));
   KILN_RETURN_IF_ERROR(
       check(api_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  ++waitingHost_.count;
+  waitingHost_.ns += double(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   readProfile();
   return check(api_.vkResetFences(device_, 1, &fence_), "vkResetFences");
 }
@@ -242,6 +260,12 @@ void Device::readProfile() {
   for (const auto &r : rows) total += r.second.ns;
   std::fprintf(stderr, "kiln vulkan profile (%s): %.3f ms on the device in all\n",
                info_.name.c_str(), total * 1e-6);
+  std::fprintf(stderr,
+               "  host: %lld dispatches recorded in %.3f ms (%.1f us each); %lld flushes waited "
+               "%.3f ms\n",
+               (long long)recordingHost_.count, recordingHost_.ns * 1e-6,
+               recordingHost_.ns * 1e-3 / double(std::max<int64_t>(1, recordingHost_.count)),
+               (long long)waitingHost_.count, waitingHost_.ns * 1e-6);
   for (size_t i = 0; i < rows.size() && i < 40; ++i)
     std::fprintf(stderr, "  %9.3f ms %5.1f%% %6lld x  %s\n", rows[i].second.ns * 1e-6,
                  100 * rows[i].second.ns / std::max(total, 1.0), (long long)rows[i].second.count,

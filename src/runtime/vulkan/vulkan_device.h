@@ -193,6 +193,8 @@ private:
     double ns = 0;
   };
   std::map<std::string, Timing> profile_;
+  // And on the host: time spent recording dispatches, and waiting in flush.
+  Timing recordingHost_, waitingHost_;
 };
 
 } // namespace kiln::vulkan
