@@ -9,6 +9,7 @@
 #include "codegen/vulkan/spirv.h"
 #include "cpu_jit_run.h"
 #include "kernel/kernel_ir.h"
+#include "runtime/vulkan/device_tensors.h"
 #include "runtime/vulkan/vulkan_device.h"
 #include "support/half.h"
 
@@ -435,6 +436,49 @@ TEST(VulkanDevice, ASelectorNamingNoDeviceIsAClearError) {
               m.find("no Vulkan loader") != std::string::npos ||
               m.find("reports no device") != std::string::npos)
       << m;
+}
+
+// A buffer that goes is reused by the next allocation of its size class
+// (quarter powers of two), mapping and all; a larger request gets another.
+// Sizes far from the other tests' (whose spares share the pool).
+TEST_F(VulkanDeviceTest, FreedBuffersAreReusedBySizeClass) {
+  void *first = nullptr;
+  {
+    auto b = device_->allocate(37000000);
+    ASSERT_TRUE(b.ok()) << b.error().message;
+    first = (*b)->data();
+  }
+  auto same = device_->allocate(36000000); // both round up to 5 * 2^23
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ((*same)->data(), first);
+  EXPECT_EQ((*same)->size(), 36000000u);
+  auto bigger = device_->allocate(100000000);
+  ASSERT_TRUE(bigger.ok()) << bigger.error().message;
+  EXPECT_NE((*bigger)->data(), first);
+}
+
+// What the host must wait for before reading: tensors allocated (for a
+// dispatch to write) since the device last ran, views into them included;
+// never uploads or host memory.
+TEST_F(VulkanDeviceTest, TensorsAllocatedSinceTheLastRunArePendingWrites) {
+  vulkan::DeviceTensors tensors(*device_);
+  auto out = tensors.allocate(DType::F32, {4, 8});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  Tensor host(DType::F32, {4, 8});
+  for (int64_t i = 0; i < host.numel(); ++i) host.data<float>()[i] = float(i);
+  auto up = tensors.upload(host);
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  const Tensor inner =
+      Tensor::view(DType::F32, {8}, nullptr, static_cast<const float *>(out->raw()) + 8);
+  EXPECT_TRUE(tensors.pendingWrite(*out));
+  EXPECT_TRUE(tensors.pendingWrite(out->reshaped({32})));
+  EXPECT_TRUE(tensors.pendingWrite(inner));
+  EXPECT_FALSE(tensors.pendingWrite(*up));
+  EXPECT_FALSE(tensors.pendingWrite(host));
+  EXPECT_EQ(static_cast<const float *>(up->raw())[31], 31.0f);
+  tensors.markRun();
+  EXPECT_FALSE(tensors.pendingWrite(*out));
+  EXPECT_FALSE(tensors.pendingWrite(inner));
 }
 
 } // namespace
