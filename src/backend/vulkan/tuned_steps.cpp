@@ -128,6 +128,10 @@ Expected<std::unique_ptr<TunedStep>> TunedStep::create(Device &device, DeviceTen
 
 Expected<std::shared_ptr<Buffer>> TunedStep::onDevice(const Tensor &t) const {
   if (std::shared_ptr<Buffer> b = tensors_.find(t)) return b;
+  // Not the start of a device buffer: copied by the host, so never from
+  // one a recorded dispatch has yet to write (a kiln bug, refused).
+  if (tensors_.pendingWrite(t))
+    return makeError(label_, ": an input is a view into a tensor not yet computed");
   KILN_ASSIGN_OR_RETURN(Tensor d, tensors_.upload(t));
   return tensors_.find(d); // the dispatch's batch holds it from here
 }

@@ -312,7 +312,11 @@ Status VulkanModel::runDispatchStep(const cpu::DispatchStep &step, cpu::Frame &f
   std::vector<Tensor> out;
   KILN_RETURN_IF_ERROR(
       runDispatch(*device_, *tensors_, step.recipe(), in, out, step.describe(), plan, pending_));
-  if (key && cached.size() < kShapeValuesPerStep) {
+  size_t outBytes = 0;
+  for (const Tensor &t : out) outBytes += t.byteSize();
+  // Large integer results (a Range over a sequence, say) stay on the
+  // device: keeping them on the host would upload them again every run.
+  if (key && cached.size() < kShapeValuesPerStep && outBytes <= kMaxShapeValueBytes) {
     KILN_RETURN_IF_ERROR(flush());
     for (Tensor &t : out) t = t.clone(); // on the host, where its readers are
     cached[*key] = out;

@@ -67,6 +67,7 @@ private:
   // Outputs of shape computations by their inputs (runDispatchStep), on
   // the host; a few input shapes per step at most.
   static constexpr size_t kShapeValuesPerStep = 8;
+  static constexpr size_t kMaxShapeValueBytes = 4096;
   std::map<const cpu::Step *, std::map<std::string, std::vector<Tensor>>> shapeValues_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<DeviceTensors> tensors_; // before device_ goes

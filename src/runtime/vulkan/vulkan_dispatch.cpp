@@ -32,6 +32,10 @@ Status runDispatch(Device &device, DeviceTensors &tensors, const cpu::DispatchRe
       bound.push_back(std::move(b)); // already on the device
       continue;
     }
+    // Copied by the host: never from a buffer a recorded dispatch has yet
+    // to write (a view into one; a kiln bug, refused).
+    if (t && tensors.pendingWrite(*t))
+      return makeError(label, ": input ", i, " is a view into a tensor not yet computed");
     KILN_RETURN_IF_ERROR(t ? add(t->byteSize(), t->raw()) : add(0, nullptr));
   }
   outputs.clear();
