@@ -147,6 +147,17 @@ Status TunedStep::withinLoopBudget(int64_t iterations) const {
   return Status::success();
 }
 
+// The fused residual's tensor (null when the epilogue has none); sets
+// `whyNot` when it is not an f32 tensor of the output's shape.
+const Tensor *TunedStep::residualFor(const cpu::Frame &frame, const Shape64 &outShape,
+                                     std::string &whyNot) const {
+  if (residualSlot_ < 0) return nullptr;
+  const RtValue &r = frame.slots[size_t(residualSlot_)];
+  if (!r.isTensor() || r.tensor.dtype() != DType::F32 || r.tensor.shape() != outShape)
+    whyNot = "residual " + r.describe() + " is not f32" + shapeToString(outShape);
+  return &r.tensor;
+}
+
 Status TunedStep::run(cpu::Frame &frame, std::string &whyNot) const {
   whyNot.clear();
   return conv_ ? runConv(frame, whyNot) : runMatMul(frame, whyNot);
@@ -191,15 +202,8 @@ Status TunedStep::runConv(cpu::Frame &frame, std::string &whyNot) const {
     return Status::success();
   }
   const Shape64 outShape = step.oneD() ? Shape64{s.N, s.K, OW} : Shape64{s.N, s.K, OH, OW};
-  const Tensor *residual = nullptr;
-  if (residualSlot_ >= 0) {
-    const RtValue &r = frame.slots[size_t(residualSlot_)];
-    if (!r.isTensor() || r.tensor.dtype() != DType::F32 || r.tensor.shape() != outShape) {
-      whyNot = "residual " + r.describe() + " is not f32" + shapeToString(outShape);
-      return Status::success();
-    }
-    residual = &r.tensor;
-  }
+  const Tensor *residual = residualFor(frame, outShape, whyNot);
+  if (!whyNot.empty()) return Status::success();
   KILN_ASSIGN_OR_RETURN(Tensor y, tensors_.allocate(DType::F32, outShape));
   if (!fitsIndex(x) || !fitsIndex(y))
     return makeError(label_, ": tensors of 2^31 elements or more are past the shaders' indices");
@@ -306,15 +310,8 @@ Status TunedStep::runMatMul(cpu::Frame &frame, std::string &whyNot) const {
     else
       outShape.back() = N;
   }
-  const Tensor *residual = nullptr;
-  if (residualSlot_ >= 0) {
-    const RtValue &r = frame.slots[size_t(residualSlot_)];
-    if (!r.isTensor() || r.tensor.dtype() != DType::F32 || r.tensor.shape() != outShape) {
-      whyNot = "residual " + r.describe() + " is not f32" + shapeToString(outShape);
-      return Status::success();
-    }
-    residual = &r.tensor;
-  }
+  const Tensor *residual = residualFor(frame, outShape, whyNot);
+  if (!whyNot.empty()) return Status::success();
   KILN_ASSIGN_OR_RETURN(Tensor y, tensors_.allocate(DType::F32, outShape));
   if (!fitsIndex(a) || !fitsIndex(b) || !fitsIndex(y))
     return makeError(label_, ": tensors of 2^31 elements or more are past the shaders' indices");

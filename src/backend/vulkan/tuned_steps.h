@@ -57,6 +57,8 @@ private:
                 int64_t invocations) const;
   Expected<std::shared_ptr<Buffer>> onDevice(const Tensor &t) const;
   Status withinLoopBudget(int64_t iterations) const;
+  const Tensor *residualFor(const cpu::Frame &frame, const Shape64 &outShape,
+                            std::string &whyNot) const;
 
   Device &device_;
   DeviceTensors &tensors_;
